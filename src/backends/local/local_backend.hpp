@@ -1,0 +1,49 @@
+#pragma once
+// The local backend: the embedded default cluster, and the reference adapter for the Backend interface.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/local/local_process.hpp"
+#include "core/backend.hpp"
+
+namespace tandem::local {
+
+struct LocalSettings {
+    std::optional<Accelerator> accelerator; // GPUs this machine has, declared in config ("H100:8")
+    std::chrono::milliseconds cancel_grace{5000}; // TERM, then KILL after this
+};
+
+class LocalBackend final : public Backend {
+public:
+    LocalBackend(std::string cluster, std::string state_dir, LocalSettings settings);
+
+    const std::string& cluster() const override { return m_cluster; }
+    BackendKind kind() const override { return BackendKind::local; }
+    Result<std::string> check() override;
+    Result<ClusterInventory> inventory() override;
+    Result<std::string> render(const TaskSpec& spec, const Placement& placement, std::int64_t job_id) override;
+    Result<std::string> submit(const TaskSpec& spec, const Placement& placement, std::int64_t job_id) override;
+    Result<std::vector<JobUpdate>> refresh(const std::vector<JobRecord>& jobs) override;
+    Status cancel(const JobRecord& job) override;
+    Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
+
+    // Byte offset where the last `lines` lines of `file` begin.
+    static std::uintmax_t tail_offset(const std::string& file, int lines);
+
+private:
+    std::string job_dir(std::int64_t job_id) const;
+    std::optional<ProcessId> process_of(const JobRecord& job) const;
+    JobUpdate observe(const JobRecord& job) const;
+    std::vector<std::string> environment(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
+                                         bool with_secrets) const;
+
+    std::string m_cluster;
+    std::string m_jobs_dir;
+    LocalSettings m_settings;
+};
+
+} // namespace tandem::local

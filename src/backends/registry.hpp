@@ -1,0 +1,28 @@
+#pragma once
+// Every backend kind tandem knows, in one table: adding a backend means adding a row here.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/config.hpp"
+
+namespace tandem::backends {
+
+struct BackendContext {
+    std::string state_dir;
+};
+
+using BackendFactory = Result<std::unique_ptr<Backend>> (*)(const ClusterConfig&, const BackendContext&);
+
+struct BackendEntry {
+    BackendKind kind;
+    const char* description;
+    BackendFactory create;
+};
+
+const std::vector<BackendEntry>& backend_table();
+Result<std::unique_ptr<Backend>> make_backend(const ClusterConfig& cluster, const BackendContext& context);
+
+} // namespace tandem::backends

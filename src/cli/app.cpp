@@ -1,0 +1,107 @@
+#include "cli/app.hpp"
+
+#include <cstdio>
+#include <exception>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.hpp"
+#include "cli/output.hpp"
+
+namespace tandem::cli {
+
+namespace {
+
+struct CommandEntry {
+    const char* name;
+    const char* summary;
+    CommandSetup setup;
+};
+
+// Every subcommand, in the order `tandem --help` lists them.
+constexpr CommandEntry k_commands[] = {
+    {"launch", "Submit a task (SkyPilot task YAML) to the best cluster and follow it", setup_launch},
+    {"status", "Show jobs and their states across every cluster", setup_status},
+    {"logs", "Print or follow a job's output", setup_logs},
+    {"cancel", "Cancel jobs", setup_cancel},
+    {"plan", "Dry run: show where a task would run, why, and what would be submitted", setup_plan},
+    {"check", "Check that each configured cluster is reachable and accepts our credentials", setup_check},
+    {"infra", "Show clusters, pools and free/total GPUs", setup_infra},
+};
+
+void print_error(const Error& e) {
+    std::istringstream lines(e.message);
+    for (std::string line; std::getline(lines, line);) {
+        std::fprintf(stderr, "tandem: error: %s\n", line.c_str());
+    }
+    if (!e.hint.empty()) {
+        std::fprintf(stderr, "hint: %s\n", e.hint.c_str());
+    }
+}
+
+} // namespace
+
+int exit_code_for(ErrorKind kind) {
+    switch (kind) {
+    case ErrorKind::invalid_spec:
+    case ErrorKind::config:
+    case ErrorKind::usage: return exit_code::bad_input;
+    case ErrorKind::not_found: return exit_code::not_found;
+    case ErrorKind::unauthorized: return exit_code::unauthorized;
+    case ErrorKind::unavailable:
+    case ErrorKind::timeout: return exit_code::unavailable;
+    case ErrorKind::remote:
+    case ErrorKind::internal: return exit_code::failure;
+    }
+    return exit_code::failure;
+}
+
+int run(int argc, char** argv) {
+    CLI::App app{"tandem: one task spec, run on Slurm, Kubernetes or this machine.", "tandem"};
+    app.set_version_flag("--version", "tandem 0.1.0");
+    app.require_subcommand(1);
+    app.footer("Exit codes: 0 ok, 1 backend or internal error, 2 bad input, 3 not found, 4 unauthorized,\n"
+               "5 unreachable; launch --wait, logs -f and status --exit-code return the job's own exit code,\n"
+               "100 failed without one, 101 not finished, 103 cancelled, 104 unknown, 105 never started.");
+    Action action;
+    for (const auto& entry : k_commands) {
+        CLI::App* command = app.add_subcommand(entry.name, entry.summary);
+        entry.setup(*command, action);
+    }
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::string message = e.what();
+        std::replace(message.begin(), message.end(), '\n', ' ');
+        std::fprintf(stderr, "tandem: error: %s\nhint: run `tandem --help` or `tandem COMMAND --help`\n",
+                     message.c_str());
+        return exit_code::bad_input;
+    }
+    try {
+        auto ctx = Context::create();
+        if (!ctx) {
+            print_error(ctx.error());
+            return exit_code_for(ctx.error().kind);
+        }
+        auto result = action(*ctx);
+        if (!result) {
+            print_error(result.error());
+            return exit_code_for(result.error().kind);
+        }
+        return *result;
+    } catch (const std::exception& e) {
+        // A bug, not a user error: still one line, never a stack trace.
+        print_error(Error{ErrorKind::internal, std::string("internal error: ") + e.what(),
+                          "please report this with the command you ran"});
+        return exit_code::failure;
+    }
+}
+
+} // namespace tandem::cli

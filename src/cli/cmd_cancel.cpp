@@ -1,0 +1,92 @@
+// `tandem cancel JOB... | --all`: the backend cancels natively (and so reports CANCELLED itself to any
+// refresh that races with us), then the record is marked CANCELLED. A cancel the backend refused leaves
+// the record as it was.
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "cli/output.hpp"
+
+namespace tandem::cli {
+
+namespace {
+
+struct CancelFlags {
+    std::vector<std::string> jobs;
+    bool all = false;
+    bool json = false;
+};
+
+Result<int> cancel(Context& ctx, const CancelFlags& flags) {
+    if (flags.jobs.empty() && !flags.all) {
+        return fail(ErrorKind::usage, "name the jobs to cancel, or pass --all");
+    }
+    auto store = ctx.store();
+    if (!store) {
+        return tl::unexpected(store.error());
+    }
+    std::vector<JobRecord> jobs;
+    if (flags.all) {
+        store::JobFilter filter;
+        filter.active_only = true;
+        auto listed = (*store)->list(filter);
+        if (!listed) {
+            return tl::unexpected(listed.error());
+        }
+        jobs = std::move(*listed);
+    }
+    for (const auto& text : flags.jobs) {
+        auto job = find_job(ctx, text);
+        if (!job) {
+            return tl::unexpected(job.error());
+        }
+        jobs.push_back(*job);
+    }
+    int rc = exit_code::ok;
+    auto results = nlohmann::json::array();
+    // A job that ended since it was last looked at is reported as it ended, not as cancelled.
+    for (const auto& view : refresh_jobs(ctx, std::move(jobs))) {
+        const JobRecord& job = view.record;
+        if (is_terminal(job.state)) {
+            note(fmt::format("tandem: job {} already ended ({})", job.id, to_string(job.state)));
+            continue;
+        }
+        auto backend = ctx.backend(job.cluster);
+        Status done = backend ? Status{} : Status{tl::unexpected(backend.error())};
+        if (done && !job.remote_id.empty()) {
+            done = (*backend)->cancel(job);
+        }
+        if (!done) {
+            note(fmt::format("tandem: error: job {}: cancel on {} failed: {}", job.id, job.cluster,
+                             done.error().message));
+            rc = exit_code_for(done.error().kind);
+            continue;
+        }
+        const auto now = now_seconds();
+        JobUpdate cancelled{JobState::cancelled, "cancelled by user", std::nullopt, std::nullopt, now};
+        if (auto ok = (*store)->update(job.id, cancelled, now); !ok) {
+            return tl::unexpected(ok.error());
+        }
+        results.push_back({{"id", job.id}, {"name", job.name}, {"state", "CANCELLED"}});
+        if (!flags.json) {
+            print_stdout(fmt::format("job {} ({}) cancelled\n", job.id, job.name));
+        }
+    }
+    if (flags.json) {
+        print_json(nlohmann::json{{"cancelled", results}});
+    }
+    return rc;
+}
+
+} // namespace
+
+void setup_cancel(CLI::App& command, Action& action) {
+    auto flags = std::make_shared<CancelFlags>();
+    command.add_option("JOB", flags->jobs, "Job ids");
+    command.add_flag("-a,--all", flags->all, "Every active job");
+    command.add_flag("--json", flags->json, "JSON on stdout: {\"cancelled\": [{id, name, state}]}");
+    command.callback([flags, &action] { action = [flags](Context& ctx) { return cancel(ctx, *flags); }; });
+}
+
+} // namespace tandem::cli

@@ -1,0 +1,82 @@
+// `tandem infra`: what every configured cluster offers now: pools, GPU type, GPUs per node, free/total.
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "cli/output.hpp"
+#include "cli/task_planning.hpp"
+#include "core/quantity.hpp"
+
+namespace tandem::cli {
+
+namespace {
+
+std::string join(const std::vector<std::string>& items) {
+    std::string out;
+    for (const auto& i : items) {
+        out += (out.empty() ? "" : ",") + i;
+    }
+    return out.empty() ? "-" : out;
+}
+
+Result<int> infra(Context& ctx, bool json) {
+    Inventory inventory = gather_inventory(ctx);
+    int rc = exit_code::ok;
+    Table table({"CLUSTER", "TYPE", "POOL", "ACCELERATOR", "GPUS/NODE", "GPUS FREE/TOTAL", "NODES FREE/TOTAL", "CPUS/NODE",
+                 "MEM/NODE", "NODE STATES"});
+    auto clusters = nlohmann::json::array();
+    for (const auto& c : inventory.clusters) {
+        nlohmann::json cj{{"cluster", c.name}, {"type", to_string(c.kind)}, {"reachable", c.reachable}};
+        if (!c.reachable) {
+            rc = exit_code::unavailable;
+            cj["error"] = c.error;
+            table.add({c.name, std::string(to_string(c.kind)), "-", "unreachable: " + c.error});
+            clusters.push_back(cj);
+            continue;
+        }
+        auto pools = nlohmann::json::array();
+        for (const auto& p : c.pools) {
+            std::string sharing;
+            if (!p.mig_profiles.empty()) {
+                sharing = " (MIG " + join(p.mig_profiles) + ")";
+            } else if (p.time_sliced) {
+                sharing = " (time-sliced)";
+            }
+            table.add({c.name, std::string(to_string(c.kind)), p.name, p.accelerator.empty() ? "-" : p.accelerator + sharing,
+                       std::to_string(p.gpus_per_node), fmt::format("{}/{}", p.gpus_free, p.gpus_total),
+                       fmt::format("{}/{}", p.nodes_free, p.nodes_total), std::to_string(p.cpus_per_node),
+                       fmt::format("{}G", format_number(static_cast<double>(static_cast<long>(p.memory_gb_per_node)))),
+                       join(p.node_states)});
+            pools.push_back({{"name", p.name},
+                             {"accelerator", p.accelerator},
+                             {"gpus_per_node", p.gpus_per_node},
+                             {"gpus_free", p.gpus_free},
+                             {"gpus_total", p.gpus_total},
+                             {"nodes_free", p.nodes_free},
+                             {"nodes_total", p.nodes_total},
+                             {"cpus_per_node", p.cpus_per_node},
+                             {"memory_gb_per_node", p.memory_gb_per_node},
+                             {"max_time_minutes", p.max_time_minutes ? nlohmann::json(*p.max_time_minutes)
+                                                                     : nlohmann::json(nullptr)},
+                             {"mig_profiles", p.mig_profiles},
+                             {"time_sliced", p.time_sliced},
+                             {"node_states", p.node_states}});
+        }
+        cj["pools"] = pools;
+        clusters.push_back(cj);
+    }
+    json ? print_json(nlohmann::json{{"clusters", clusters}}) : print_stdout(table.render());
+    return rc;
+}
+
+} // namespace
+
+void setup_infra(CLI::App& command, Action& action) {
+    auto json = std::make_shared<bool>(false);
+    command.add_flag("--json", *json, "JSON on stdout: {\"clusters\": [{cluster, type, reachable, pools: [...]}]}");
+    command.footer("An unreachable cluster is one row with the reason; the exit code is then 5.");
+    command.callback([json, &action] { action = [json](Context& ctx) { return infra(ctx, *json); }; });
+}
+
+} // namespace tandem::cli

@@ -1,0 +1,63 @@
+// `tandem logs JOB`: print the job's output; with -f follow it until the job ends, then say how it
+// ended (stderr) and exit with the job's exit code.
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "cli/output.hpp"
+
+namespace tandem::cli {
+
+namespace {
+
+struct LogsFlags {
+    std::string job;
+    bool follow = false;
+    std::optional<int> tail;
+    std::optional<int> node;
+};
+
+Result<int> logs(Context& ctx, const LogsFlags& flags) {
+    auto job = find_job(ctx, flags.job);
+    if (!job) {
+        return tl::unexpected(job.error());
+    }
+    if (job->remote_id.empty()) {
+        return fail(ErrorKind::not_found, fmt::format("job {} was never submitted: {}", job->id, job->reason));
+    }
+    if (flags.node && (*flags.node < 0 || *flags.node >= job->num_nodes)) {
+        return fail(ErrorKind::usage, fmt::format("--node {}: job {} has {} node(s), ranks 0..{}", *flags.node, job->id,
+                                                  job->num_nodes, job->num_nodes - 1));
+    }
+    auto backend = ctx.backend(job->cluster);
+    if (!backend) {
+        return tl::unexpected(backend.error());
+    }
+    auto streamed = (*backend)->logs(*job, LogOptions{flags.follow, flags.tail, flags.node}, [](std::string_view chunk) {
+        print_stdout(std::string(chunk));
+        return true;
+    });
+    if (!streamed) {
+        return tl::unexpected(streamed.error());
+    }
+    if (!flags.follow) {
+        return exit_code::ok;
+    }
+    JobView view = wait_for_job(ctx, *job);
+    note("tandem: " + job_summary(view));
+    return job_exit_code(view);
+}
+
+} // namespace
+
+void setup_logs(CLI::App& command, Action& action) {
+    auto flags = std::make_shared<LogsFlags>();
+    command.add_option("JOB", flags->job, "Job id")->required();
+    command.add_flag("-f,--follow", flags->follow, "Follow the output until the job ends; exit with its code");
+    command.add_option("--tail", flags->tail, "Start with the last N lines")->check(CLI::NonNegativeNumber);
+    command.add_option("--node", flags->node, "Only this node's output (rank K)");
+    command.callback([flags, &action] { action = [flags](Context& ctx) { return logs(ctx, *flags); }; });
+}
+
+} // namespace tandem::cli

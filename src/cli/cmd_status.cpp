@@ -1,0 +1,128 @@
+// `tandem status [JOB...]`: refresh every listed non-terminal job (one backend call per cluster) and
+// print one table, or JSON. A cluster that cannot be reached leaves its jobs UNKNOWN, showing the last
+// known state and its age; everyone else's jobs are still shown.
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "cli/output.hpp"
+
+namespace tandem::cli {
+
+namespace {
+
+constexpr std::int64_t k_recent_seconds = 24 * 3600;
+
+struct StatusFlags {
+    std::vector<std::string> jobs;
+    bool all = false;
+    bool json = false;
+    bool exit_code = false;
+    bool no_refresh = false;
+    std::optional<std::string> cluster, name, state;
+};
+
+std::string state_cell(const JobView& v, std::int64_t now) {
+    if (v.unreachable) {
+        return fmt::format("UNKNOWN (was {} {} ago)", to_string(v.record.state),
+                           human_duration(now - v.record.updated_at));
+    }
+    return std::string(to_string(v.record.state));
+}
+
+std::string duration_cell(const JobRecord& r, std::int64_t now) {
+    if (!r.started_at) {
+        return "-";
+    }
+    return human_duration(r.ended_at.value_or(now) - *r.started_at);
+}
+
+Result<int> status(Context& ctx, const StatusFlags& flags) {
+    store::JobFilter filter;
+    for (const auto& text : flags.jobs) {
+        auto job = find_job(ctx, text);
+        if (!job) {
+            return tl::unexpected(job.error());
+        }
+        filter.ids.push_back(job->id);
+    }
+    if (flags.exit_code && flags.jobs.size() != 1) {
+        return fail(ErrorKind::usage, "--exit-code needs exactly one JOB");
+    }
+    if (flags.state) {
+        filter.state = job_state_from_string(*flags.state);
+        if (!filter.state) {
+            return fail(ErrorKind::usage, fmt::format("--state '{}' is not a state", *flags.state),
+                        "use PENDING, STARTING, RUNNING, SUCCEEDED, FAILED or CANCELLED");
+        }
+    }
+    filter.cluster = flags.cluster;
+    filter.name = flags.name;
+    const auto now = now_seconds();
+    if (!flags.all && filter.ids.empty()) {
+        filter.ended_after = now - k_recent_seconds;
+    }
+    auto store = ctx.store();
+    if (!store) {
+        return tl::unexpected(store.error());
+    }
+    auto jobs = (*store)->list(filter);
+    if (!jobs) {
+        return tl::unexpected(jobs.error());
+    }
+    std::vector<JobView> views;
+    if (flags.no_refresh) {
+        for (auto& j : *jobs) {
+            views.push_back(JobView{std::move(j), false, {}});
+        }
+    } else {
+        views = refresh_jobs(ctx, std::move(*jobs));
+    }
+    if (flags.exit_code) {
+        if (flags.json) {
+            print_json(job_json(views.front().record, views.front().unreachable, views.front().unreachable_reason));
+        }
+        return job_exit_code(views.front());
+    }
+    if (flags.json) {
+        auto arr = nlohmann::json::array();
+        for (const auto& v : views) {
+            arr.push_back(job_json(v.record, v.unreachable, v.unreachable_reason));
+        }
+        print_json(nlohmann::json{{"jobs", arr}});
+        return exit_code::ok;
+    }
+    if (views.empty()) {
+        note(flags.all ? "No jobs." : "No active or recent jobs (see --all).");
+        return exit_code::ok;
+    }
+    Table table({"ID", "NAME", "CLUSTER", "STATE", "REASON", "GPUS", "AGE", "DURATION"});
+    for (const auto& v : views) {
+        const auto& r = v.record;
+        table.add({std::to_string(r.id), r.name, r.cluster, state_cell(v, now),
+                   v.unreachable ? v.unreachable_reason : r.reason,
+                   r.gpus.empty() ? "-" : (r.num_nodes > 1 ? fmt::format("{}x{}", r.num_nodes, r.gpus) : r.gpus),
+                   human_duration(now - r.submitted_at), duration_cell(r, now)});
+    }
+    print_stdout(table.render());
+    return exit_code::ok;
+}
+
+} // namespace
+
+void setup_status(CLI::App& command, Action& action) {
+    auto flags = std::make_shared<StatusFlags>();
+    command.add_option("JOB", flags->jobs, "Job ids (default: active jobs and those ended in the last 24h)");
+    command.add_flag("-a,--all", flags->all, "Every job ever recorded");
+    command.add_flag("--json", flags->json, "JSON on stdout: {\"jobs\": [...]} (see README)");
+    command.add_flag("--exit-code", flags->exit_code,
+                     "Exit with the job's outcome as a code (0 succeeded, its own code if it failed, 101 not finished)");
+    command.add_flag("--no-refresh", flags->no_refresh, "Show what is stored; do not ask the backends");
+    command.add_option("--cluster", flags->cluster, "Only jobs on this cluster");
+    command.add_option("--name", flags->name, "Only jobs with this name");
+    command.add_option("--state", flags->state, "Only jobs in this state (PENDING, RUNNING, FAILED...)");
+    command.callback([flags, &action] { action = [flags](Context& ctx) { return status(ctx, *flags); }; });
+}
+
+} // namespace tandem::cli

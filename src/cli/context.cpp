@@ -1,0 +1,179 @@
+#include "cli/context.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "backends/registry.hpp"
+#include "cli/output.hpp"
+
+namespace tandem::cli {
+
+namespace {
+
+std::optional<std::string> real_getenv(const std::string& name) {
+    const char* v = std::getenv(name.c_str());
+    return v == nullptr ? std::nullopt : std::optional<std::string>(v);
+}
+
+} // namespace
+
+Result<Context> Context::create() {
+    Context ctx;
+    auto paths = resolve_paths(real_getenv);
+    if (!paths) {
+        return tl::unexpected(paths.error());
+    }
+    ctx.m_paths = *paths;
+    auto config = load_config(ctx.m_paths);
+    if (!config) {
+        return tl::unexpected(config.error());
+    }
+    ctx.m_config = std::move(*config);
+    return ctx;
+}
+
+std::vector<BackendKind> Context::configured_kinds() const {
+    std::vector<BackendKind> kinds;
+    for (const auto& c : m_config.clusters) {
+        if (std::find(kinds.begin(), kinds.end(), c.kind) == kinds.end()) {
+            kinds.push_back(c.kind);
+        }
+    }
+    return kinds;
+}
+
+LoadOptions Context::load_options() const {
+    std::error_code ec;
+    return LoadOptions{std::filesystem::current_path(ec).string(), real_getenv};
+}
+
+Result<store::JobStore*> Context::store() {
+    if (!m_store) {
+        std::error_code ec;
+        std::filesystem::create_directories(m_paths.state_dir, ec);
+        if (ec) {
+            return fail(ErrorKind::internal,
+                        fmt::format("cannot create the state folder {}: {}", m_paths.state_dir, ec.message()));
+        }
+        auto opened = store::JobStore::open(m_paths.state_dir + "/jobs.db");
+        if (!opened) {
+            return tl::unexpected(opened.error());
+        }
+        m_store = std::move(*opened);
+    }
+    return m_store.get();
+}
+
+Result<Backend*> Context::backend(const std::string& cluster) {
+    if (auto it = m_backends.find(cluster); it != m_backends.end()) {
+        return it->second.get();
+    }
+    for (const auto& c : m_config.clusters) {
+        if (c.name == cluster) {
+            auto made = backends::make_backend(c, backends::BackendContext{m_paths.state_dir});
+            if (!made) {
+                return tl::unexpected(made.error());
+            }
+            return (m_backends[cluster] = std::move(*made)).get();
+        }
+    }
+    return fail(ErrorKind::config, fmt::format("cluster '{}' is not in the config", cluster),
+                m_config.path.empty() ? "add it to the clusters list in config.yaml"
+                                      : fmt::format("add it to the clusters list in {}", m_config.path));
+}
+
+Result<std::vector<Backend*>> Context::backends() {
+    std::vector<Backend*> out;
+    for (const auto& c : m_config.clusters) {
+        auto b = backend(c.name);
+        if (!b) {
+            return tl::unexpected(b.error());
+        }
+        out.push_back(*b);
+    }
+    return out;
+}
+
+std::vector<JobView> refresh_jobs(Context& ctx, std::vector<JobRecord> jobs) {
+    std::vector<JobView> views;
+    views.reserve(jobs.size());
+    std::map<std::string, std::vector<std::size_t>> active_by_cluster;
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+        if (!is_terminal(jobs[i].state) && !jobs[i].remote_id.empty()) {
+            active_by_cluster[jobs[i].cluster].push_back(i);
+        }
+        views.push_back(JobView{std::move(jobs[i]), false, {}});
+    }
+    auto store = ctx.store();
+    for (const auto& [cluster, indexes] : active_by_cluster) {
+        auto mark_unknown = [&](const std::string& why) {
+            for (auto i : indexes) {
+                views[i].unreachable = true;
+                views[i].unreachable_reason = why;
+            }
+        };
+        auto backend = ctx.backend(cluster);
+        if (!backend) {
+            mark_unknown(backend.error().message);
+            continue;
+        }
+        std::vector<JobRecord> batch;
+        batch.reserve(indexes.size());
+        for (auto i : indexes) {
+            batch.push_back(views[i].record);
+        }
+        auto updates = (*backend)->refresh(batch);
+        if (!updates || updates->size() != batch.size()) {
+            mark_unknown(updates ? "the backend answered for the wrong number of jobs" : updates.error().message);
+            continue;
+        }
+        const auto now = now_seconds();
+        for (std::size_t k = 0; k < indexes.size(); ++k) {
+            JobView& view = views[indexes[k]];
+            const JobUpdate& u = (*updates)[k];
+            if (u.state == JobState::unknown) {
+                view.unreachable = true;
+                view.unreachable_reason = u.reason;
+                continue;
+            }
+            if (store) {
+                // Another tandem may have finished this job meanwhile (cancel): the store decides.
+                (void)(*store)->update(view.record.id, u, now);
+                if (auto fresh = (*store)->get(view.record.id); fresh && *fresh) {
+                    view.record = **fresh;
+                    continue;
+                }
+            }
+            view.record.state = u.state;
+            view.record.reason = u.reason;
+            view.record.exit_code = u.exit_code;
+        }
+    }
+    return views;
+}
+
+Result<JobRecord> find_job(Context& ctx, const std::string& id_text) {
+    std::int64_t id = 0;
+    auto [ptr, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
+    if (id_text.empty() || ec != std::errc{} || ptr != id_text.data() + id_text.size() || id <= 0) {
+        return fail(ErrorKind::usage, fmt::format("'{}' is not a job id (a positive number, see `tandem status`)", id_text));
+    }
+    auto store = ctx.store();
+    if (!store) {
+        return tl::unexpected(store.error());
+    }
+    auto job = (*store)->get(id);
+    if (!job) {
+        return tl::unexpected(job.error());
+    }
+    if (!*job) {
+        return fail(ErrorKind::not_found, fmt::format("job {} does not exist", id), "see `tandem status --all`");
+    }
+    return **job;
+}
+
+} // namespace tandem::cli

@@ -1,0 +1,53 @@
+#pragma once
+// The composition root: paths, config, the job store and one backend per configured cluster, each made
+// on first use so that `tandem --help` or a spec error costs no database or network work.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/config.hpp"
+#include "core/spec_loader.hpp"
+#include "store/job_store.hpp"
+
+namespace tandem::cli {
+
+class Context {
+public:
+    static Result<Context> create();
+
+    const Paths& paths() const { return m_paths; }
+    const Config& config() const { return m_config; }
+    std::vector<BackendKind> configured_kinds() const;
+
+    Result<store::JobStore*> store();
+    Result<Backend*> backend(const std::string& cluster);
+    // Every configured cluster's backend, or the first configuration error.
+    Result<std::vector<Backend*>> backends();
+
+    LoadOptions load_options() const;
+
+private:
+    Paths m_paths;
+    Config m_config;
+    std::unique_ptr<store::JobStore> m_store;
+    std::map<std::string, std::unique_ptr<Backend>> m_backends;
+};
+
+// A job as the CLI shows it: the stored record, and whether its cluster could not be reached just now.
+struct JobView {
+    JobRecord record;
+    bool unreachable = false;
+    std::string unreachable_reason;
+};
+
+// Refreshes the non-terminal jobs among `jobs` with one backend call per cluster, stores what changed,
+// and returns every job (in the same order) as it now stands.
+std::vector<JobView> refresh_jobs(Context& ctx, std::vector<JobRecord> jobs);
+
+// Reads job `id` or fails with not_found.
+Result<JobRecord> find_job(Context& ctx, const std::string& id_text);
+
+} // namespace tandem::cli

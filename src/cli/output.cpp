@@ -1,0 +1,147 @@
+#include "cli/output.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+namespace tandem::cli {
+
+namespace {
+
+// Display width of UTF-8 text: count code points, not bytes (good enough for names and reasons).
+std::size_t display_width(const std::string& s) {
+    return static_cast<std::size_t>(
+        std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+} // namespace
+
+std::string Table::render() const {
+    std::vector<std::size_t> widths(m_headers.size(), 0);
+    auto measure = [&](const std::vector<std::string>& row) {
+        for (std::size_t i = 0; i < row.size() && i < widths.size(); ++i) {
+            widths[i] = std::max(widths[i], display_width(row[i]));
+        }
+    };
+    measure(m_headers);
+    for (const auto& r : m_rows) {
+        measure(r);
+    }
+    std::string out;
+    out.reserve((m_rows.size() + 1) * 80);
+    auto emit = [&](const std::vector<std::string>& row) {
+        std::string line;
+        for (std::size_t i = 0; i < widths.size(); ++i) {
+            const std::string& cell = i < row.size() ? row[i] : std::string();
+            line += cell;
+            if (i + 1 < widths.size()) {
+                line.append(widths[i] - display_width(cell) + 3, ' ');
+            }
+        }
+        while (!line.empty() && line.back() == ' ') {
+            line.pop_back();
+        }
+        out += line;
+        out += '\n';
+    };
+    emit(m_headers);
+    for (const auto& r : m_rows) {
+        emit(r);
+    }
+    return out;
+}
+
+bool stdout_is_terminal() { return isatty(STDOUT_FILENO) == 1; }
+bool stderr_is_terminal() { return isatty(STDERR_FILENO) == 1; }
+
+bool colour_enabled() {
+    const char* no_colour = std::getenv("NO_COLOR");
+    const char* term = std::getenv("TERM");
+    return stdout_is_terminal() && (no_colour == nullptr || *no_colour == '\0') &&
+           !(term != nullptr && std::strcmp(term, "dumb") == 0);
+}
+
+std::string human_duration(std::int64_t seconds) {
+    if (seconds < 0) {
+        seconds = 0;
+    }
+    if (seconds < 120) {
+        return fmt::format("{}s", seconds);
+    }
+    std::int64_t minutes = seconds / 60;
+    if (minutes < 10) {
+        return seconds % 60 == 0 ? fmt::format("{}m", minutes) : fmt::format("{}m{}s", minutes, seconds % 60);
+    }
+    if (minutes < 180) {
+        return fmt::format("{}m", minutes);
+    }
+    std::int64_t hours = minutes / 60;
+    if (hours < 48) {
+        return minutes % 60 == 0 ? fmt::format("{}h", hours) : fmt::format("{}h{}m", hours, minutes % 60);
+    }
+    std::int64_t days = hours / 24;
+    if (days < 8) {
+        return hours % 24 == 0 ? fmt::format("{}d", days) : fmt::format("{}d{}h", days, hours % 24);
+    }
+    return days < 365 * 2 ? fmt::format("{}d", days) : fmt::format("{}y", days / 365);
+}
+
+std::string iso_time(std::int64_t unix_seconds) {
+    std::time_t t = static_cast<std::time_t>(unix_seconds);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+std::int64_t now_seconds() {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+nlohmann::json job_json(const JobRecord& job, bool unreachable, const std::string& unreachable_reason) {
+    auto opt_time = [](const std::optional<std::int64_t>& t) -> nlohmann::json {
+        return t ? nlohmann::json(iso_time(*t)) : nlohmann::json(nullptr);
+    };
+    nlohmann::json j;
+    j["id"] = job.id;
+    j["name"] = job.name;
+    j["cluster"] = job.cluster;
+    j["backend"] = job.backend;
+    j["remote_id"] = job.remote_id;
+    j["state"] = unreachable ? "UNKNOWN" : to_string(job.state);
+    j["last_known_state"] = to_string(job.state);
+    j["state_age_seconds"] = std::max<std::int64_t>(0, now_seconds() - job.updated_at);
+    j["reason"] = unreachable ? unreachable_reason : job.reason;
+    j["exit_code"] = job.exit_code ? nlohmann::json(*job.exit_code) : nlohmann::json(nullptr);
+    j["gpus"] = job.gpus;
+    j["num_nodes"] = job.num_nodes;
+    j["submitted_at"] = iso_time(job.submitted_at);
+    j["started_at"] = opt_time(job.started_at);
+    j["ended_at"] = opt_time(job.ended_at);
+    return j;
+}
+
+void print_stdout(const std::string& text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+}
+
+void print_json(const nlohmann::json& j) {
+    // Invalid UTF-8 in a job's name or reason must not abort the dump.
+    print_stdout(j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
+void note(const std::string& line) {
+    std::fprintf(stderr, "%s\n", line.c_str());
+    std::fflush(stderr);
+}
+
+} // namespace tandem::cli

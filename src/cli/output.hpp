@@ -1,0 +1,44 @@
+#pragma once
+// What the CLI prints: aligned tables like `kubectl get`, pure JSON for --json, human durations, and
+// whether colour is allowed (a terminal, NO_COLOR unset, TERM not dumb).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/job.hpp"
+
+namespace tandem::cli {
+
+class Table {
+public:
+    explicit Table(std::vector<std::string> headers) : m_headers(std::move(headers)) {}
+    void add(std::vector<std::string> row) { m_rows.push_back(std::move(row)); }
+    bool empty() const { return m_rows.empty(); }
+    std::string render() const; // trailing newline; columns separated by three spaces
+
+private:
+    std::vector<std::string> m_headers;
+    std::vector<std::vector<std::string>> m_rows;
+};
+
+bool stdout_is_terminal();
+bool stderr_is_terminal();
+bool colour_enabled(); // for stdout
+
+// kubectl-style: 45s, 3m12s, 5h3m, 4d2h.
+std::string human_duration(std::int64_t seconds);
+std::string iso_time(std::int64_t unix_seconds); // 2026-12-02T13:45:00Z
+
+std::int64_t now_seconds();
+
+// The documented JSON shape of one job (README "JSON output").
+nlohmann::json job_json(const JobRecord& job, bool unreachable, const std::string& unreachable_reason);
+
+void print_stdout(const std::string& text);
+void print_json(const nlohmann::json& j);
+void note(const std::string& line); // progress and diagnostics: stderr, one line
+
+} // namespace tandem::cli

@@ -1,0 +1,144 @@
+// What launch and plan share: the SkyPilot-style flags, loading and checking the spec, asking every
+// configured cluster for its inventory, and planning.
+
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "cli/output.hpp"
+#include "cli/task_planning.hpp"
+#include "core/quantity.hpp"
+
+namespace tandem::cli {
+
+void add_spec_flags(CLI::App& command, SpecFlags& flags) {
+    command.add_option("FILE", flags.file, "Task YAML (SkyPilot format)")->required();
+    command.add_option("--env", flags.overrides.envs, "Set an env var: K=V, or K to copy it from here")
+        ->type_name("K[=V]");
+    command.add_option("--secret", flags.overrides.secrets, "Set a secret: K=V, or K to copy it from here")
+        ->type_name("K[=V]");
+    command.add_option("--gpus", flags.overrides.gpus, "Accelerators, e.g. H100:8 (replaces resources.accelerators)");
+    command.add_option("--cpus", flags.overrides.cpus, "CPUs per node, e.g. 8 or 8+");
+    command.add_option("--memory", flags.overrides.memory, "Memory per node, e.g. 64GB or 64+");
+    command.add_option("--num-nodes", flags.overrides.num_nodes, "Number of nodes");
+    command.add_option("--infra", flags.overrides.infra, "Pin: local, slurm[/CLUSTER[/PARTITION]], k8s[/CONTEXT]");
+    command.add_option("-n,--name", flags.overrides.name, "Job name");
+}
+
+Result<TaskSpec> load_task(Context& ctx, const SpecFlags& flags) {
+    auto loaded = load_spec_file(flags.file, flags.overrides, ctx.load_options());
+    if (!loaded.spec) {
+        return fail(ErrorKind::invalid_spec, format_diagnostics(loaded.diagnostics));
+    }
+    auto unsupported = check_backend_support(*loaded.spec, ctx.configured_kinds());
+    if (!unsupported.empty()) {
+        return fail(ErrorKind::invalid_spec, format_diagnostics(unsupported),
+                    "no configured cluster can honour this; change the task or add a cluster that can");
+    }
+    return std::move(*loaded.spec);
+}
+
+Inventory gather_inventory(Context& ctx) {
+    Inventory inventory;
+    for (const auto& c : ctx.config().clusters) {
+        auto backend = ctx.backend(c.name);
+        Result<ClusterInventory> inv = backend ? (*backend)->inventory() : tl::unexpected(backend.error());
+        if (inv) {
+            inventory.clusters.push_back(std::move(*inv));
+        } else {
+            ClusterInventory down;
+            down.name = c.name;
+            down.kind = c.kind;
+            down.reachable = false;
+            down.error = inv.error().message;
+            inventory.clusters.push_back(std::move(down));
+        }
+    }
+    return inventory;
+}
+
+Result<PlannedTask> plan_task(Context& ctx, const SpecFlags& flags) {
+    auto spec = load_task(ctx, flags);
+    if (!spec) {
+        return tl::unexpected(spec.error());
+    }
+    PlannedTask planned{std::move(*spec), {}, {}};
+    planned.inventory = gather_inventory(ctx);
+    planned.plan = plan(planned.spec, planned.inventory);
+    return planned;
+}
+
+std::string rejection_line(const Rejection& r) {
+    std::string where = r.pool.empty() ? r.cluster : r.cluster + "/" + r.pool;
+    return r.option_label.empty() ? fmt::format("{}: {}", where, r.reason)
+                                  : fmt::format("{} ({}): {}", where, r.option_label, r.reason);
+}
+
+Error no_placement_error(const PlannedTask& planned) {
+    std::string message = fmt::format("no configured cluster can run task '{}'", planned.spec.name);
+    for (const auto& r : planned.plan.rejections) {
+        message += "\n  " + rejection_line(r);
+    }
+    return Error{ErrorKind::invalid_spec, message, "see `tandem plan FILE` and `tandem infra`"};
+}
+
+std::string placement_gpus(const TaskSpec& spec, const Placement& placement) {
+    auto options = spec.options();
+    if (placement.option_index < 0 || static_cast<std::size_t>(placement.option_index) >= options.size()) {
+        return {};
+    }
+    const auto& accs = options[static_cast<std::size_t>(placement.option_index)].resources.accelerators;
+    return accs.empty() ? std::string() : format_accelerator(accs.front());
+}
+
+JobView wait_for_job(Context& ctx, const JobRecord& job) {
+    auto delay = std::chrono::milliseconds(100);
+    std::string last_problem;
+    while (true) {
+        auto views = refresh_jobs(ctx, {job});
+        JobView view = std::move(views.front());
+        if (is_terminal(view.record.state)) {
+            return view;
+        }
+        if (view.unreachable && view.unreachable_reason != last_problem) {
+            note(fmt::format("tandem: cannot reach {} ({}); still waiting", job.cluster, view.unreachable_reason));
+        }
+        last_problem = view.unreachable ? view.unreachable_reason : "";
+        std::this_thread::sleep_for(delay);
+        delay = std::min(delay * 3 / 2, std::chrono::milliseconds(2000));
+    }
+}
+
+int job_exit_code(const JobView& view) {
+    if (view.unreachable) {
+        return job_exit::unknown;
+    }
+    return exit_code_for(view.record.state, view.record.exit_code, view.record.started_at.has_value());
+}
+
+std::string job_summary(const JobView& view) {
+    const auto& r = view.record;
+    std::string state(view.unreachable ? "UNKNOWN" : to_string(r.state));
+    std::string reason = view.unreachable ? view.unreachable_reason : r.reason;
+    return reason.empty() ? fmt::format("job {} ({}) {}", r.id, r.name, state)
+                          : fmt::format("job {} ({}) {}: {}", r.id, r.name, state, reason);
+}
+
+} // namespace tandem::cli
+
+namespace tandem::cli {
+
+nlohmann::json placement_json(const Placement& p) {
+    nlohmann::json breakdown = nlohmann::json::object();
+    for (const auto& c : p.breakdown) {
+        breakdown[c.name] = c.value;
+    }
+    return nlohmann::json{{"cluster", p.cluster},     {"backend", std::string(to_string(p.kind))},
+                          {"pool", p.pool},           {"option", p.option_label},
+                          {"tier", p.tier},           {"score", p.score},
+                          {"starts_now", p.starts_now}, {"breakdown", breakdown}};
+}
+
+} // namespace tandem::cli

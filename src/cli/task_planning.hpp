@@ -1,0 +1,29 @@
+#pragma once
+
+#include <string>
+
+#include "cli/commands.hpp"
+#include "core/planner.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace tandem::cli {
+
+struct PlannedTask {
+    TaskSpec spec;
+    Inventory inventory;
+    Plan plan;
+};
+
+// Loads the spec, asks every cluster for its inventory (an unreachable one is kept, marked down), plans.
+Result<PlannedTask> plan_task(Context& ctx, const SpecFlags& flags);
+Inventory gather_inventory(Context& ctx);
+std::string rejection_line(const Rejection& r);
+Error no_placement_error(const PlannedTask& planned);
+std::string placement_gpus(const TaskSpec& spec, const Placement& placement);
+
+} // namespace tandem::cli
+
+namespace tandem::cli {
+nlohmann::json placement_json(const Placement& p);
+}

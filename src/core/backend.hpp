@@ -1,0 +1,52 @@
+#pragma once
+// The Backend interface every adapter implements. One instance serves one configured cluster for one
+// tandem invocation, so it may keep a connection open across calls (one handshake per invocation).
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/inventory.hpp"
+#include "core/job.hpp"
+#include "core/planner.hpp"
+#include "core/spec.hpp"
+
+namespace tandem {
+
+struct LogOptions {
+    bool follow = false;
+    std::optional<int> tail_lines;
+    std::optional<int> node; // one rank only; default all
+};
+
+// Receives log bytes as they arrive; returning false stops the stream (the reader went away).
+using LogSink = std::function<bool(std::string_view)>;
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    virtual const std::string& cluster() const = 0;
+    virtual BackendKind kind() const = 0;
+
+    // Reachable and authorised; the message says what was checked ("bash found, state folder writable").
+    virtual Result<std::string> check() = 0;
+    virtual Result<ClusterInventory> inventory() = 0;
+
+    // The exact native artifact submit() would create (sbatch script, manifests, local script).
+    virtual Result<std::string> render(const TaskSpec& spec, const Placement& placement, std::int64_t job_id) = 0;
+    // Submits; returns the backend's id. `job_id` is tandem's id, also used to make the submit idempotent.
+    virtual Result<std::string> submit(const TaskSpec& spec, const Placement& placement, std::int64_t job_id) = 0;
+    // One update per job, in order, from as few requests as the backend allows (one per cluster).
+    // A backend that cannot be reached returns the error; the caller marks the jobs UNKNOWN.
+    virtual Result<std::vector<JobUpdate>> refresh(const std::vector<JobRecord>& jobs) = 0;
+    virtual Status cancel(const JobRecord& job) = 0;
+    // Writes the job's output to `sink`; with follow, returns once the job has ended and all is written.
+    virtual Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) = 0;
+};
+
+} // namespace tandem

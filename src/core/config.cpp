@@ -1,0 +1,168 @@
+#include "core/config.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "core/spec_loader.hpp"
+
+namespace tandem {
+
+namespace {
+
+SourceLoc loc_of(const std::string& file, const YAML::Mark& m) {
+    return m.line < 0 ? SourceLoc{file, 1, 1} : SourceLoc{file, m.line + 1, m.column + 1};
+}
+
+nlohmann::json to_json(const YAML::Node& node, int depth = 0) {
+    if (depth > 32 || node.IsNull()) {
+        return nullptr;
+    }
+    if (node.IsScalar()) {
+        return node.Scalar();
+    }
+    if (node.IsSequence()) {
+        auto arr = nlohmann::json::array();
+        for (const auto& item : node) {
+            arr.push_back(to_json(item, depth + 1));
+        }
+        return arr;
+    }
+    auto obj = nlohmann::json::object();
+    for (auto it = node.begin(); it != node.end(); ++it) {
+        obj[it->first.as<std::string>("")] = to_json(it->second, depth + 1);
+    }
+    return obj;
+}
+
+Config default_config() {
+    Config config;
+    config.clusters.push_back(ClusterConfig{"local", BackendKind::local, nlohmann::json::object(), {}});
+    return config;
+}
+
+} // namespace
+
+Result<Paths> resolve_paths(const GetEnv& getenv) {
+    Paths paths;
+    if (auto home = getenv("TANDEM_HOME"); home && !home->empty()) {
+        paths.config_file = *home + "/config.yaml";
+        paths.state_dir = *home + "/state";
+        return paths;
+    }
+    auto user_home = getenv("HOME");
+    auto base = [&](const char* xdg, const char* fallback) -> std::optional<std::string> {
+        if (auto v = getenv(xdg); v && !v->empty()) {
+            return *v;
+        }
+        if (user_home && !user_home->empty()) {
+            return *user_home + "/" + fallback;
+        }
+        return std::nullopt;
+    };
+    auto config_base = base("XDG_CONFIG_HOME", ".config");
+    auto state_base = base("XDG_STATE_HOME", ".local/state");
+    if (!config_base || !state_base) {
+        return fail(ErrorKind::config, "cannot tell where to keep state: HOME is not set",
+                    "set HOME, XDG_STATE_HOME or TANDEM_HOME");
+    }
+    paths.config_file = *config_base + "/tandem/config.yaml";
+    paths.state_dir = *state_base + "/tandem";
+    return paths;
+}
+
+Result<Config> parse_config(const std::string& text, const std::string& path) {
+    std::vector<Diagnostic> diags;
+    YAML::Node root;
+    try {
+        root = YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+        return fail(ErrorKind::config, format_diagnostic({loc_of(path, e.mark), "", "invalid YAML: " + e.msg}));
+    }
+    Config config;
+    config.path = path;
+    if (root.IsNull()) {
+        return default_config();
+    }
+    if (!root.IsMap()) {
+        return fail(ErrorKind::config, format_diagnostic({loc_of(path, root.Mark()), "", "must be a mapping"}));
+    }
+    static const std::vector<std::string_view> top_keys{"clusters"};
+    for (auto it = root.begin(); it != root.end(); ++it) {
+        const auto key = it->first.as<std::string>("");
+        if (std::find(top_keys.begin(), top_keys.end(), key) == top_keys.end()) {
+            auto near = closest_match(key, top_keys);
+            diags.push_back({loc_of(path, it->first.Mark()), key,
+                             near ? fmt::format("unknown field (did you mean '{}'?)", *near) : "unknown field"});
+        }
+    }
+    const YAML::Node clusters = root["clusters"];
+    if (clusters && !clusters.IsNull()) {
+        if (!clusters.IsSequence()) {
+            diags.push_back({loc_of(path, clusters.Mark()), "clusters", "must be a list"});
+        } else {
+            std::set<std::string> names;
+            for (std::size_t i = 0; i < clusters.size(); ++i) {
+                const YAML::Node c = clusters[i];
+                const std::string field = fmt::format("clusters[{}]", i);
+                if (!c.IsMap()) {
+                    diags.push_back({loc_of(path, c.Mark()), field, "must be a mapping with name and type"});
+                    continue;
+                }
+                ClusterConfig cc;
+                cc.loc = loc_of(path, c.Mark());
+                cc.name = c["name"] && c["name"].IsScalar() ? c["name"].Scalar() : "";
+                std::string type = c["type"] && c["type"].IsScalar() ? c["type"].Scalar() : "";
+                if (cc.name.empty()) {
+                    diags.push_back({cc.loc, field + ".name", "is required"});
+                } else if (!names.insert(cc.name).second) {
+                    diags.push_back({loc_of(path, c["name"].Mark()), field + ".name",
+                                     fmt::format("'{}' is used by another cluster", cc.name)});
+                }
+                auto kind = backend_kind_from_string(type);
+                if (!kind) {
+                    diags.push_back({c["type"] ? loc_of(path, c["type"].Mark()) : cc.loc, field + ".type",
+                                     fmt::format("'{}' is not a cluster type (use local, slurm or kubernetes)", type)});
+                    continue;
+                }
+                cc.kind = *kind;
+                for (auto it = c.begin(); it != c.end(); ++it) {
+                    const auto key = it->first.as<std::string>("");
+                    if (key != "name" && key != "type") {
+                        cc.settings[key] = to_json(it->second);
+                    }
+                }
+                config.clusters.push_back(std::move(cc));
+            }
+        }
+    }
+    if (!diags.empty()) {
+        return fail(ErrorKind::config, format_diagnostics(diags));
+    }
+    if (config.clusters.empty()) {
+        auto d = default_config();
+        d.path = path;
+        return d;
+    }
+    return config;
+}
+
+Result<Config> load_config(const Paths& paths) {
+    std::error_code ec;
+    if (!std::filesystem::exists(paths.config_file, ec)) {
+        return default_config();
+    }
+    std::ifstream in(paths.config_file, std::ios::binary);
+    if (!in) {
+        return fail(ErrorKind::config, fmt::format("cannot read config file {}", paths.config_file));
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    return parse_config(text.str(), paths.config_file);
+}
+
+} // namespace tandem

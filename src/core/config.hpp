@@ -1,0 +1,43 @@
+#pragma once
+// The user's config: where tandem keeps things, and which clusters it may use. With no config file the
+// one cluster is `local`, so a new user can launch at once.
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "core/inventory.hpp"
+#include "core/spec.hpp"
+
+namespace tandem {
+
+struct Paths {
+    std::string config_file; // $TANDEM_HOME/config.yaml or $XDG_CONFIG_HOME/tandem/config.yaml
+    std::string state_dir;   // $TANDEM_HOME/state or $XDG_STATE_HOME/tandem
+};
+
+using GetEnv = std::function<std::optional<std::string>(const std::string&)>;
+Result<Paths> resolve_paths(const GetEnv& getenv);
+
+struct ClusterConfig {
+    std::string name;
+    BackendKind kind = BackendKind::local;
+    nlohmann::json settings = nlohmann::json::object(); // everything but name/type, for the adapter
+    SourceLoc loc;
+};
+
+struct Config {
+    std::string path;       // the file read, empty when none existed
+    std::vector<ClusterConfig> clusters;
+};
+
+// Parses config text; every problem is reported at once as file:line:col lines in one config error.
+Result<Config> parse_config(const std::string& text, const std::string& path);
+// Reads the file at paths.config_file; a missing file gives the default config (one `local` cluster).
+Result<Config> load_config(const Paths& paths);
+
+} // namespace tandem

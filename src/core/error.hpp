@@ -1,0 +1,40 @@
+#pragma once
+// Errors are values: every fallible call returns Result<T>. The class drives policy (retry, exit code);
+// the message is one line meant for a person. Only main.cpp prints them.
+
+#include <string>
+#include <string_view>
+
+#include <tl/expected.hpp>
+
+namespace tandem {
+
+enum class ErrorKind {
+    invalid_spec, // the user's task file or flags are wrong
+    config,       // the config file is wrong
+    usage,        // the command line is wrong
+    not_found,    // a job, cluster or file that does not exist
+    unauthorized, // a backend refused our credentials
+    unavailable,  // a backend could not be reached (retryable)
+    timeout,      // a backend did not answer in time (retryable)
+    remote,       // a backend answered with an error
+    internal,     // a bug or an environment problem (disk, permissions)
+};
+
+struct Error {
+    ErrorKind kind = ErrorKind::internal;
+    std::string message;
+    std::string hint; // optional: how to fix it, printed as "hint: ..."
+};
+
+template <typename T> using Result = tl::expected<T, Error>;
+using Status = tl::expected<void, Error>;
+
+inline tl::unexpected<Error> fail(ErrorKind kind, std::string message, std::string hint = {}) {
+    return tl::unexpected<Error>(Error{kind, std::move(message), std::move(hint)});
+}
+
+std::string_view to_string(ErrorKind kind);
+bool is_retryable(ErrorKind kind);
+
+} // namespace tandem

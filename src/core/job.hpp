@@ -1,0 +1,41 @@
+#pragma once
+// A job as tandem tracks it, whatever runs it. Times are Unix seconds (UTC).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/job_state.hpp"
+
+namespace tandem {
+
+struct JobRecord {
+    std::int64_t id = 0; // tandem's own small integer id
+    std::string name;
+    std::string cluster;   // configured cluster name ("local", "slurm-a")
+    std::string backend;   // backend kind ("local", "slurm", "k8s")
+    std::string remote_id; // the backend's id (pid, Slurm job id, Job name); empty until submitted
+    JobState state = JobState::pending;
+    std::string reason; // "Resources", "exit code 3", "OOMKilled", ...
+    std::optional<int> exit_code;
+    std::int64_t submitted_at = 0;
+    std::optional<std::int64_t> started_at;
+    std::optional<std::int64_t> ended_at;
+    std::int64_t updated_at = 0; // when state was last confirmed by the backend
+    std::string spec_json;       // the spec with secrets removed
+    std::string placement_json;  // the chosen placement
+    std::string gpus;            // "H100:8" for the table; empty when none
+    int num_nodes = 1;
+};
+
+// A state change reported by a backend refresh. UNKNOWN means "could not tell": the store keeps the last
+// known state and the CLI shows its age.
+struct JobUpdate {
+    JobState state = JobState::unknown;
+    std::string reason;
+    std::optional<int> exit_code;
+    std::optional<std::int64_t> started_at;
+    std::optional<std::int64_t> ended_at;
+};
+
+} // namespace tandem

@@ -1,0 +1,391 @@
+// The planner turns spec x inventory x policy into ranked placements. It is pure so that `tandem plan`
+// can show exactly what `launch` would decide, and so every rule is unit-testable without a cluster.
+//
+// Feasibility is a chain of yes/no checks; the first one that fails becomes the rejection reason. Checks
+// that depend only on the cluster (kind or name pinned away, a field the backend kind cannot honour) are
+// reported once per cluster and option with an empty pool, so a 200-partition cluster that cannot run a
+// task does not print 200 identical lines. Everything else is reported per (pool, option).
+//
+// Ranking: tier first (an `ordered` alternative or an accelerator list is a strict preference, so the
+// first viable tier wins whatever the scores), then score. Score components, all in one breakdown:
+//   starts_now          +100  the pool has free capacity for the whole request right now. It dominates:
+//                             waiting in a queue costs more than any backend or fit preference.
+//   backend_preference  +30/+20/+10 by the position of the cluster's kind in the policy list that fits
+//                             the request (multi-node, shared/fractional, or default).
+//   gpu_fit             0..-20  the share of each node's GPUs left unused (-20 for a GPU pool when no
+//                             GPU is wanted), so a 2-GPU task goes to 2-GPU nodes, not 8-GPU ones.
+//                             Fractional requests share one GPU and leave the rest usable: 0.
+//   headroom            0..+10  only when the task must wait: the free share of the pool's relevant
+//                             capacity, a cheap proxy for which queue will drain first.
+
+#include "core/planner.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <limits>
+#include <optional>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "core/backend_support.hpp"
+
+namespace tandem {
+
+namespace {
+
+constexpr double k_starts_now_bonus = 100;
+constexpr std::array<double, 3> k_preference_bonus{30, 20, 10};
+constexpr double k_gpu_waste_penalty = 20;
+constexpr double k_headroom_bonus = 10;
+
+bool iequals(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               return std::tolower(static_cast<unsigned char>(x)) ==
+                      std::tolower(static_cast<unsigned char>(y));
+           });
+}
+
+// ---- Slurm time limits -------------------------------------------------------------------------------
+
+constexpr int k_unlimited = std::numeric_limits<int>::max();
+
+std::optional<long long> parse_count(std::string_view text) {
+    // Nine digits is far beyond any real limit and keeps the arithmetic below free of overflow.
+    if (text.empty() || text.size() > 9) {
+        return std::nullopt;
+    }
+    long long value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc{} || end != text.data() + text.size()) {
+        return std::nullopt;
+    }
+    return value;
+}
+
+// "a", "a:b" or "a:b:c": the colon-separated part of a Slurm time.
+struct TimeFields {
+    std::array<long long, 3> value{};
+    int count = 0;
+};
+
+std::optional<TimeFields> parse_fields(std::string_view text) {
+    TimeFields fields;
+    while (fields.count < 3) {
+        const auto colon = text.find(':');
+        const auto field = parse_count(text.substr(0, colon));
+        if (!field) {
+            return std::nullopt;
+        }
+        fields.value[static_cast<std::size_t>(fields.count++)] = *field;
+        if (colon == std::string_view::npos) {
+            return fields;
+        }
+        text.remove_prefix(colon + 1);
+    }
+    return std::nullopt; // a fourth field
+}
+
+// Slurm's --time forms: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS. Seconds round up to a minute, as
+// Slurm does; 0, -1, INFINITE and UNLIMITED mean no limit.
+std::optional<int> parse_slurm_minutes(std::string_view text) {
+    if (text == "-1" || iequals(text, "INFINITE") || iequals(text, "UNLIMITED")) {
+        return k_unlimited;
+    }
+    const auto dash = text.find('-');
+    const bool has_days = dash != std::string_view::npos;
+    const auto days = has_days ? parse_count(text.substr(0, dash)) : std::optional<long long>(0);
+    const auto fields = parse_fields(has_days ? text.substr(dash + 1) : text);
+    if (!days || !fields) {
+        return std::nullopt;
+    }
+    // After "D-" the fields are HH[:MM[:SS]]; without days, MM, MM:SS or HH:MM:SS. Absent fields are 0.
+    const auto [a, b, c] = fields->value;
+    long long seconds = 0;
+    if (has_days || fields->count == 3) {
+        seconds = ((*days * 24 + a) * 60 + b) * 60 + c;
+    } else {
+        seconds = a * 60 + b;
+    }
+    const long long minutes = (seconds + 59) / 60;
+    return minutes == 0 || minutes >= k_unlimited ? k_unlimited : static_cast<int>(minutes);
+}
+
+std::string format_minutes(int minutes) {
+    if (minutes == k_unlimited) {
+        return "UNLIMITED";
+    }
+    const int days = minutes / 1440;
+    const int hours = minutes / 60 % 24;
+    const int mins = minutes % 60;
+    if (days > 0) {
+        return fmt::format("{}-{:02}:{:02}:00", days, hours, mins);
+    }
+    return fmt::format("{:02}:{:02}:00", hours, mins);
+}
+
+// The task's time limit, decided once per plan rather than once per pool.
+struct TimeLimit {
+    std::optional<int> minutes; // nullopt: none asked for
+    std::string error;          // non-empty: the text is not a Slurm time
+};
+
+TimeLimit time_limit_of(const TaskSpec& spec) {
+    if (!spec.slurm.time) {
+        return {};
+    }
+    if (auto minutes = parse_slurm_minutes(*spec.slurm.time)) {
+        return {minutes, {}};
+    }
+    return {
+        std::nullopt,
+        fmt::format("time limit '{}' is not a slurm time (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)",
+                    *spec.slurm.time)};
+}
+
+// ---- Per-option facts that do not depend on the pool -------------------------------------------------
+
+struct Candidate {
+    int index = 0;
+    const ResourceOption* option = nullptr;
+    const Accelerator* accelerator = nullptr; // nullptr: no GPU wanted
+    std::array<std::string, 3> unsupported;   // by BackendKind: joined reasons, empty when runnable
+    const std::vector<BackendKind>* preference = nullptr;
+};
+
+std::vector<Candidate> make_candidates(const TaskSpec& spec, const std::vector<ResourceOption>& options,
+                                       const PlannerPolicy& policy) {
+    std::vector<Candidate> out;
+    out.reserve(options.size());
+    for (std::size_t i = 0; i < options.size(); ++i) {
+        const auto& option = options[i];
+        Candidate c;
+        c.index = static_cast<int>(i);
+        c.option = &option;
+        c.accelerator =
+            option.resources.accelerators.empty() ? nullptr : &option.resources.accelerators.front();
+        for (auto kind : {BackendKind::local, BackendKind::slurm, BackendKind::kubernetes}) {
+            std::string& joined = c.unsupported[static_cast<std::size_t>(kind)];
+            for (const auto& u : unsupported_fields(spec, option.resources, kind)) {
+                joined += joined.empty() ? u.reason : "; " + u.reason;
+            }
+        }
+        const bool fractional = c.accelerator != nullptr && c.accelerator->fractional();
+        c.preference = spec.num_nodes > 1 ? &policy.prefer_multi_node
+                       : fractional       ? &policy.prefer_shared
+                                          : &policy.prefer_default;
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+// ---- Feasibility -------------------------------------------------------------------------------------
+
+std::string describe(const InfraPin& pin) {
+    std::string out = pin.kind;
+    if (!pin.cluster.empty()) {
+        out += "/" + pin.cluster;
+        if (!pin.pool.empty()) {
+            out += "/" + pin.pool;
+        }
+    } else if (!pin.pool.empty()) {
+        out += "/*/" + pin.pool;
+    }
+    return out;
+}
+
+// Kubernetes clusters are configured as "k8s/<context>" while a pin names just the context.
+bool cluster_matches(const ClusterInventory& cluster, std::string_view wanted) {
+    constexpr std::string_view k8s_prefix = "k8s/";
+    const std::string_view name = cluster.name;
+    return name == wanted || (cluster.kind == BackendKind::kubernetes && name.starts_with(k8s_prefix) &&
+                              name.substr(k8s_prefix.size()) == wanted);
+}
+
+// Why no pool of `cluster` can take this option, or empty.
+std::string cluster_mismatch(const Candidate& c, const ClusterInventory& cluster) {
+    if (const auto& pin = c.option->resources.infra) {
+        const auto kind = backend_kind_from_string(pin->kind);
+        if (!kind || *kind != cluster.kind ||
+            (!pin->cluster.empty() && !cluster_matches(cluster, pin->cluster))) {
+            return "infra pinned to " + describe(*pin);
+        }
+    }
+    return c.unsupported[static_cast<std::size_t>(cluster.kind)];
+}
+
+std::string accelerator_mismatch(const Accelerator& want, const Pool& pool) {
+    if (pool.accelerator.empty() || pool.gpus_per_node <= 0) {
+        return fmt::format("needs {}:{}, pool has no GPUs", want.name, want.count);
+    }
+    if (!iequals(want.name, pool.accelerator)) {
+        return fmt::format("needs {}, pool has {}", want.name, pool.accelerator);
+    }
+    if (want.fractional()) {
+        if (!pool.time_sliced && pool.mig_profiles.empty()) {
+            return fmt::format("fractional {}:{} needs MIG or time-sliced GPUs", want.name, want.count);
+        }
+    } else if (pool.gpus_per_node < want.count) {
+        return fmt::format("needs {}:{} per node, pool has {} per node", want.name, want.count,
+                           pool.gpus_per_node);
+    }
+    return {};
+}
+
+// Why `pool` cannot take this option, or empty. Cheap when the pool fits: no allocation on that path.
+std::string pool_mismatch(const Candidate& c, const TaskSpec& spec, BackendKind kind, const Pool& pool,
+                          const TimeLimit& time) {
+    const Resources& r = c.option->resources;
+    if (r.infra && !r.infra->pool.empty() && r.infra->pool != pool.name) {
+        return "infra pinned to " + describe(*r.infra);
+    }
+    if (pool.nodes_total < spec.num_nodes) {
+        return fmt::format("needs {} nodes, pool has {}", spec.num_nodes, pool.nodes_total);
+    }
+    if (c.accelerator != nullptr) {
+        if (auto why = accelerator_mismatch(*c.accelerator, pool); !why.empty()) {
+            return why;
+        }
+    }
+    // A pool reporting 0 does not know; let the backend decide rather than reject on a missing number.
+    if (r.cpus && pool.cpus_per_node > 0 && pool.cpus_per_node < r.cpus->value) {
+        return fmt::format("needs {} cpus per node, pool has {}", r.cpus->value, pool.cpus_per_node);
+    }
+    if (r.memory_gb && pool.memory_gb_per_node > 0 && pool.memory_gb_per_node < r.memory_gb->value) {
+        return fmt::format("needs {} GB memory per node, pool has {} GB", r.memory_gb->value,
+                           pool.memory_gb_per_node);
+    }
+    // `config.slurm.time` is addressed to Slurm; other backends ignore it.
+    if (kind == BackendKind::slurm) {
+        if (!time.error.empty()) {
+            return time.error;
+        }
+        if (time.minutes && pool.max_time_minutes && *time.minutes > *pool.max_time_minutes) {
+            return fmt::format("time limit {} exceeds partition limit {}", format_minutes(*time.minutes),
+                               format_minutes(*pool.max_time_minutes));
+        }
+    }
+    return {};
+}
+
+// ---- Scoring -----------------------------------------------------------------------------------------
+
+bool can_start_now(const Accelerator* want, const Pool& pool, BackendKind kind, int num_nodes) {
+    if (want == nullptr) {
+        // The local backend starts processes immediately; elsewhere a CPU task counts on idle nodes.
+        return kind == BackendKind::local || pool.nodes_free >= num_nodes;
+    }
+    // Asking for every GPU of a node needs whole idle nodes; a smaller request can share a node.
+    if (!want->fractional() && want->count >= pool.gpus_per_node) {
+        return pool.nodes_free >= num_nodes;
+    }
+    return pool.gpus_free >= want->count * num_nodes;
+}
+
+double preference_bonus(const std::vector<BackendKind>& order, BackendKind kind) {
+    const auto it = std::find(order.begin(), order.end(), kind);
+    const auto position = static_cast<std::size_t>(it - order.begin());
+    return position < k_preference_bonus.size() ? k_preference_bonus[position] : 0;
+}
+
+double gpu_fit(const Accelerator* want, const Pool& pool) {
+    if (pool.gpus_per_node <= 0) {
+        return 0;
+    }
+    if (want == nullptr) {
+        return -k_gpu_waste_penalty;
+    }
+    if (want->fractional()) {
+        return 0;
+    }
+    const double unused = std::max(0.0, pool.gpus_per_node - want->count);
+    return -k_gpu_waste_penalty * unused / pool.gpus_per_node;
+}
+
+double free_share(const Accelerator* want, const Pool& pool) {
+    if (want != nullptr) {
+        return pool.gpus_total > 0 ? static_cast<double>(pool.gpus_free) / pool.gpus_total : 0;
+    }
+    return pool.nodes_total > 0 ? static_cast<double>(pool.nodes_free) / pool.nodes_total : 0;
+}
+
+Placement place(const Candidate& c, const TaskSpec& spec, const ClusterInventory& cluster, const Pool& pool) {
+    Placement p;
+    p.cluster = cluster.name;
+    p.kind = cluster.kind;
+    p.pool = pool.name;
+    p.option_index = c.index;
+    p.option_label = c.option->label;
+    p.tier = c.option->tier;
+    p.starts_now = can_start_now(c.accelerator, pool, cluster.kind, spec.num_nodes);
+    const double headroom =
+        p.starts_now ? 0 : k_headroom_bonus * std::clamp(free_share(c.accelerator, pool), 0.0, 1.0);
+    p.breakdown = {
+        {"starts_now", p.starts_now ? k_starts_now_bonus : 0},
+        {"backend_preference", preference_bonus(*c.preference, cluster.kind)},
+        {"gpu_fit", gpu_fit(c.accelerator, pool)},
+        {"headroom", headroom},
+    };
+    for (const auto& part : p.breakdown) {
+        p.score += part.value;
+    }
+    return p;
+}
+
+void rank(std::vector<Placement>& placements) {
+    std::stable_sort(placements.begin(), placements.end(), [](const Placement& a, const Placement& b) {
+        if (a.tier != b.tier) {
+            return a.tier < b.tier;
+        }
+        if (a.score != b.score) {
+            return a.score > b.score;
+        }
+        if (a.cluster != b.cluster) {
+            return a.cluster < b.cluster;
+        }
+        if (a.pool != b.pool) {
+            return a.pool < b.pool;
+        }
+        return a.option_index < b.option_index;
+    });
+}
+
+} // namespace
+
+Plan plan(const TaskSpec& spec, const Inventory& inventory, const PlannerPolicy& policy) {
+    const std::vector<ResourceOption> options = spec.options();
+    const std::vector<Candidate> candidates = make_candidates(spec, options, policy);
+    const TimeLimit time = time_limit_of(spec);
+
+    Plan out;
+    for (const auto& cluster : inventory.clusters) {
+        if (!cluster.reachable) {
+            std::string why = cluster.error.empty() ? "unreachable" : "unreachable: " + cluster.error;
+            out.rejections.push_back({cluster.name, {}, {}, std::move(why)});
+            continue;
+        }
+        if (cluster.pools.empty()) {
+            out.rejections.push_back({cluster.name, {}, {}, "cluster reports no pools"});
+            continue;
+        }
+        for (const auto& c : candidates) {
+            if (auto why = cluster_mismatch(c, cluster); !why.empty()) {
+                out.rejections.push_back({cluster.name, {}, c.option->label, std::move(why)});
+                continue;
+            }
+            for (const auto& pool : cluster.pools) {
+                if (auto why = pool_mismatch(c, spec, cluster.kind, pool, time); !why.empty()) {
+                    out.rejections.push_back({cluster.name, pool.name, c.option->label, std::move(why)});
+                    continue;
+                }
+                out.placements.push_back(place(c, spec, cluster, pool));
+            }
+        }
+    }
+    rank(out.placements);
+    return out;
+}
+
+} // namespace tandem

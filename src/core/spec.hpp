@@ -1,0 +1,99 @@
+#pragma once
+// The task spec: a SkyPilot-compatible task YAML, parsed and validated. Every value remembers where it
+// came from (file:line:col) so that later checks (backend support, planner) can point at the user's text.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tandem {
+
+struct SourceLoc {
+    std::string file;
+    int line = 0; // 1-based; 0 when the value came from the command line
+    int column = 0;
+};
+
+// `4` (exactly) or `4+` (at least). Memory is held in GiB.
+struct Quantity {
+    double value = 0;
+    bool at_least = false;
+};
+
+// One accelerator choice: `H100:8`, `A100:0.5`. count may be fractional (a shared or MIG slice).
+struct Accelerator {
+    std::string name; // as written by the user, e.g. "H100", "A100-80GB"
+    double count = 1;
+    bool fractional() const { return count < 1.0; }
+};
+
+// `infra: k8s/my-context`, `slurm/cluster/partition`, `local`.
+struct InfraPin {
+    std::string kind;    // "k8s", "slurm", "local" (the `kubernetes` spelling is normalised to "k8s")
+    std::string cluster; // empty: any cluster of that kind
+    std::string pool;    // empty: any pool (partition, node group)
+};
+
+struct Resources {
+    std::optional<InfraPin> infra;
+    std::vector<Accelerator> accelerators; // empty: no accelerator
+    bool accelerators_ordered = true;      // list (ordered preference) vs set (any)
+    std::optional<Quantity> cpus;
+    std::optional<Quantity> memory_gb;
+    std::optional<double> disk_size_gb;
+    std::optional<std::string> image_id;
+    std::vector<std::string> ports;
+    std::map<std::string, std::string> labels;
+    std::optional<bool> use_spot;
+    // Where each field was written, keyed by its dotted path ("resources.accelerators").
+    std::map<std::string, SourceLoc> locations;
+};
+
+struct SlurmSettings {
+    std::optional<std::string> partition, account, qos, constraint, time;
+};
+
+struct KubernetesSettings {
+    std::optional<std::string> namespace_name, queue;
+    nlohmann::json pod_config; // null when absent
+};
+
+// One concrete way to run the task: a resource set with a single accelerator choice. Options in a lower
+// tier are preferred absolutely (`ordered`, accelerator lists); options in one tier compete on score.
+struct ResourceOption {
+    Resources resources;                    // accelerators holds at most one entry
+    int tier = 0;
+    std::string label;                      // "H100:8", "any_of[1] A100:8", for plan output
+};
+
+struct TaskSpec {
+    std::string source_file; // for messages
+    std::string name;
+    std::optional<std::string> workdir; // resolved to an absolute path
+    int num_nodes = 1;
+    Resources resources;                // the top-level `resources` (base for any_of/ordered)
+    std::vector<Resources> alternatives; // any_of / ordered entries, merged over the base
+    bool alternatives_ordered = false;   // true for `ordered`, false for `any_of`
+    std::vector<std::pair<std::string, std::string>> envs; // in file order, overrides applied
+    std::vector<std::pair<std::string, std::string>> secrets;
+    std::map<std::string, nlohmann::json> file_mounts;
+    std::string setup;
+    std::string run;
+    SlurmSettings slurm;
+    KubernetesSettings kubernetes;
+    std::map<std::string, SourceLoc> locations; // dotted path -> where it was written
+
+    // The concrete options the planner chooses among, in preference order.
+    std::vector<ResourceOption> options() const;
+    // Where `path` was written, or the file itself when unknown.
+    SourceLoc location_of(const std::string& path) const;
+};
+
+// JSON of the spec with every secret value replaced: what the store keeps and `--json` may show.
+nlohmann::json to_redacted_json(const TaskSpec& spec);
+
+} // namespace tandem

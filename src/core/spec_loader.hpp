@@ -1,0 +1,55 @@
+#pragma once
+// Loading a task spec: YAML text -> TaskSpec, collecting every problem (not just the first) as a
+// diagnostic with file:line:col and the dotted field path. Command-line overrides are applied before
+// validation so a value given with --env satisfies an `envs` entry left empty in the file.
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/inventory.hpp"
+#include "core/spec.hpp"
+
+namespace tandem {
+
+struct Diagnostic {
+    SourceLoc loc;
+    std::string path; // "resources.accelerators"
+    std::string message;
+};
+// "task.yaml:3:5: resources.accelerators: message"
+std::string format_diagnostic(const Diagnostic& d);
+std::string format_diagnostics(const std::vector<Diagnostic>& ds); // one per line, no trailing newline
+
+// SkyPilot-style command-line overrides.
+struct SpecOverrides {
+    std::vector<std::string> envs;    // "K=V" or "K" (copied from the local environment)
+    std::vector<std::string> secrets; // same forms
+    std::optional<std::string> gpus, cpus, memory, infra, name;
+    std::optional<std::string> num_nodes;
+};
+
+struct LoadOptions {
+    std::string base_dir; // relative `workdir` is resolved against this (the current directory)
+    std::function<std::optional<std::string>(const std::string&)> getenv; // for `--env K`
+};
+
+struct SpecLoad {
+    std::optional<TaskSpec> spec; // set only when diagnostics is empty
+    std::vector<Diagnostic> diagnostics;
+};
+
+SpecLoad load_spec(std::string_view text, const std::string& file_name, const SpecOverrides& overrides,
+                   const LoadOptions& options);
+SpecLoad load_spec_file(const std::string& path, const SpecOverrides& overrides, const LoadOptions& options);
+
+// A field no configured backend kind can honour is an error here, naming each kind and why.
+std::vector<Diagnostic> check_backend_support(const TaskSpec& spec, const std::vector<BackendKind>& kinds);
+
+// Closest candidate within a small edit distance, for "did you mean".
+std::optional<std::string> closest_match(std::string_view word, const std::vector<std::string_view>& candidates);
+
+} // namespace tandem

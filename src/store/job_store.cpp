@@ -1,0 +1,290 @@
+// Record operations on the job store. Each write is one short BEGIN IMMEDIATE transaction so concurrent
+// tandem processes (a `launch` while a `status` refreshes) queue on the busy timeout instead of failing.
+// Opening and migrations live in job_store_open.cpp.
+
+#include "store/job_store.hpp"
+
+#include "store/sqlite_stmt.hpp"
+
+#include <fmt/core.h>
+
+namespace tandem::store {
+
+namespace {
+
+// Must match is_terminal(); spelled out because it is part of the SQL text, not a bound value.
+constexpr std::string_view k_active_sql = "state NOT IN ('SUCCEEDED','FAILED','CANCELLED')";
+
+// Column order shared by get() and list(); read_row() depends on it.
+constexpr std::string_view k_select_sql =
+    "SELECT id, name, cluster, backend, remote_id, state, reason, exit_code, submitted_at, started_at, "
+    "ended_at, updated_at, spec_json, placement_json, gpus, num_nodes FROM jobs";
+
+// Fills `job` in place: list() reads thousands of rows, and building each one elsewhere then moving it
+// showed up in profiles.
+Status read_row(const Stmt& row, JobRecord& job, const std::string& path) {
+    job.id = row.int64_at(0);
+    job.name = row.text_at(1);
+    job.cluster = row.text_at(2);
+    job.backend = row.text_at(3);
+    job.remote_id = row.text_at(4);
+    std::string state = row.text_at(5);
+    auto parsed = job_state_from_string(state);
+    if (!parsed) {
+        return fail(ErrorKind::internal,
+                    fmt::format("job store {}: job {} has unrecognised state '{}'", path, job.id, state));
+    }
+    job.state = *parsed;
+    job.reason = row.text_at(6);
+    if (auto code = row.optional_int64_at(7)) {
+        job.exit_code = static_cast<int>(*code);
+    }
+    job.submitted_at = row.int64_at(8);
+    job.started_at = row.optional_int64_at(9);
+    job.ended_at = row.optional_int64_at(10);
+    job.updated_at = row.int64_at(11);
+    job.spec_json = row.text_at(12);
+    job.placement_json = row.text_at(13);
+    job.gpus = row.text_at(14);
+    job.num_nodes = static_cast<int>(row.int64_at(15));
+    return {};
+}
+
+std::optional<std::int64_t> widen(std::optional<int> value) {
+    if (value) {
+        return *value;
+    }
+    return std::nullopt;
+}
+
+} // namespace
+
+Result<std::int64_t> JobStore::insert(const JobRecord& job) {
+    if (job.state == JobState::unknown) {
+        return fail(ErrorKind::internal, fmt::format("job store {}: refusing to store job '{}' as UNKNOWN: "
+                                                     "UNKNOWN is reported, never stored",
+                                                     m_path, job.name));
+    }
+    auto txn = begin_write();
+    if (!txn) {
+        return tl::unexpected(txn.error());
+    }
+    auto stmt =
+        prepare("INSERT INTO jobs(name, cluster, backend, remote_id, state, reason, exit_code, "
+                "submitted_at, started_at, ended_at, updated_at, spec_json, placement_json, gpus, "
+                "num_nodes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
+    if (!stmt) {
+        return tl::unexpected(stmt.error());
+    }
+    stmt->bind(1, job.name);
+    stmt->bind(2, job.cluster);
+    stmt->bind(3, job.backend);
+    stmt->bind(4, job.remote_id);
+    stmt->bind(5, to_string(job.state));
+    stmt->bind(6, job.reason);
+    stmt->bind(7, widen(job.exit_code));
+    stmt->bind(8, job.submitted_at);
+    stmt->bind(9, job.started_at);
+    stmt->bind(10, job.ended_at);
+    stmt->bind(11, job.updated_at);
+    stmt->bind(12, job.spec_json);
+    stmt->bind(13, job.placement_json);
+    stmt->bind(14, job.gpus);
+    stmt->bind(15, std::int64_t{job.num_nodes});
+    if (stmt->step() != SQLITE_DONE) {
+        return tl::unexpected(sqlite_error(fmt::format("cannot insert job '{}'", job.name)));
+    }
+    // Read before COMMIT: the rowid belongs to this connection, and nothing else writes on it meanwhile.
+    std::int64_t id = sqlite3_last_insert_rowid(m_db);
+    if (txn->commit() != SQLITE_OK) {
+        return tl::unexpected(sqlite_error(fmt::format("cannot insert job '{}'", job.name)));
+    }
+    return id;
+}
+
+Status JobStore::set_remote_id(std::int64_t id, const std::string& remote_id) {
+    auto txn = begin_write();
+    if (!txn) {
+        return tl::unexpected(txn.error());
+    }
+    auto stmt = prepare("UPDATE jobs SET remote_id = ?1 WHERE id = ?2");
+    if (!stmt) {
+        return tl::unexpected(stmt.error());
+    }
+    stmt->bind(1, remote_id);
+    stmt->bind(2, id);
+    if (stmt->step() != SQLITE_DONE) {
+        return tl::unexpected(sqlite_error(fmt::format("cannot record remote id of job {}", id)));
+    }
+    if (sqlite3_changes(m_db) == 0) {
+        return not_found(id);
+    }
+    if (txn->commit() != SQLITE_OK) {
+        return tl::unexpected(sqlite_error(fmt::format("cannot record remote id of job {}", id)));
+    }
+    return {};
+}
+
+Status JobStore::update(std::int64_t id, const JobUpdate& update, std::int64_t now) {
+    if (update.state == JobState::unknown) {
+        // Nothing to write: the last known state stays, and updated_at keeps measuring its age.
+        auto found = get(id);
+        if (!found) {
+            return tl::unexpected(found.error());
+        }
+        return *found ? Status{} : not_found(id);
+    }
+    auto txn = begin_write();
+    if (!txn) {
+        return tl::unexpected(txn.error());
+    }
+    // started_at is the first time the job was seen running; later refreshes must not move it.
+    // A terminal state is final: a refresh racing with a cancel (or another refresh) cannot rewrite it.
+    auto stmt = prepare("UPDATE jobs SET state = ?1, reason = ?2, exit_code = coalesce(?3, exit_code), "
+                        "started_at = coalesce(started_at, ?4), ended_at = coalesce(?5, ended_at), "
+                        "updated_at = ?6 WHERE id = ?7 "
+                        "AND state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')");
+    if (!stmt) {
+        return tl::unexpected(stmt.error());
+    }
+    stmt->bind(1, to_string(update.state));
+    stmt->bind(2, update.reason);
+    stmt->bind(3, widen(update.exit_code));
+    stmt->bind(4, update.started_at);
+    stmt->bind(5, update.ended_at);
+    stmt->bind(6, now);
+    stmt->bind(7, id);
+    if (stmt->step() != SQLITE_DONE) {
+        return tl::unexpected(sqlite_error(fmt::format("cannot update job {}", id)));
+    }
+    const bool changed = sqlite3_changes(m_db) != 0;
+    if (txn->commit() != SQLITE_OK) {
+        return tl::unexpected(sqlite_error(fmt::format("cannot update job {}", id)));
+    }
+    if (!changed) {
+        auto found = get(id); // unchanged because it has ended, or because it does not exist
+        if (!found) {
+            return tl::unexpected(found.error());
+        }
+        return *found ? Status{} : not_found(id);
+    }
+    return {};
+}
+
+Result<std::optional<JobRecord>> JobStore::get(std::int64_t id) {
+    auto stmt = prepare(fmt::format("{} WHERE id = ?1", k_select_sql));
+    if (!stmt) {
+        return tl::unexpected(stmt.error());
+    }
+    stmt->bind(1, id);
+    int rc = stmt->step();
+    if (rc == SQLITE_DONE) {
+        return std::optional<JobRecord>{};
+    }
+    if (rc != SQLITE_ROW) {
+        return tl::unexpected(sqlite_error(fmt::format("cannot read job {}", id)));
+    }
+    std::optional<JobRecord> job(std::in_place);
+    if (auto ok = read_row(*stmt, *job, m_path); !ok) {
+        return tl::unexpected(ok.error());
+    }
+    return job;
+}
+
+// One statement per call whatever the filter; only placeholders are added to the SQL text.
+Result<std::vector<JobRecord>> JobStore::list(const JobFilter& filter) {
+    std::string sql = fmt::format("{} WHERE 1", k_select_sql);
+    if (filter.active_only) {
+        sql += fmt::format(" AND {}", k_active_sql);
+    } else if (filter.ended_after) {
+        sql += fmt::format(" AND ({} OR ended_at >= ?)", k_active_sql);
+    }
+    if (!filter.ids.empty()) {
+        sql += " AND id IN (?";
+        for (std::size_t i = 1; i < filter.ids.size(); ++i) {
+            sql += ", ?";
+        }
+        sql += ")";
+    }
+    if (filter.cluster) {
+        sql += " AND cluster = ?";
+    }
+    if (filter.name) {
+        sql += " AND name = ?";
+    }
+    if (filter.state) {
+        sql += " AND state = ?";
+    }
+    sql += " ORDER BY id";
+
+    auto stmt = prepare(sql);
+    if (!stmt) {
+        return tl::unexpected(stmt.error());
+    }
+    // Bind in the order the placeholders were added above.
+    int index = 0;
+    if (!filter.active_only && filter.ended_after) {
+        stmt->bind(++index, *filter.ended_after);
+    }
+    for (std::int64_t id : filter.ids) {
+        stmt->bind(++index, id);
+    }
+    if (filter.cluster) {
+        stmt->bind(++index, *filter.cluster);
+    }
+    if (filter.name) {
+        stmt->bind(++index, *filter.name);
+    }
+    if (filter.state) {
+        stmt->bind(++index, to_string(*filter.state));
+    }
+
+    std::vector<JobRecord> jobs;
+    int rc = SQLITE_OK;
+    while ((rc = stmt->step()) == SQLITE_ROW) {
+        if (auto ok = read_row(*stmt, jobs.emplace_back(), m_path); !ok) {
+            return tl::unexpected(ok.error());
+        }
+    }
+    if (rc != SQLITE_DONE) {
+        return tl::unexpected(sqlite_error("cannot list jobs"));
+    }
+    return jobs;
+}
+
+Status JobStore::exec(const char* sql, std::string_view what) {
+    if (sqlite3_exec(m_db, sql, nullptr, nullptr, nullptr) != SQLITE_OK) {
+        return tl::unexpected(sqlite_error(what));
+    }
+    return {};
+}
+
+Result<Stmt> JobStore::prepare(std::string_view sql) {
+    sqlite3_stmt* raw = nullptr;
+    if (sqlite3_prepare_v2(m_db, sql.data(), static_cast<int>(sql.size()), &raw, nullptr) != SQLITE_OK) {
+        sqlite3_finalize(raw);
+        return tl::unexpected(sqlite_error("preparing a query"));
+    }
+    return Stmt(raw);
+}
+
+Result<WriteTxn> JobStore::begin_write() {
+    WriteTxn txn(m_db);
+    if (txn.begin() != SQLITE_OK) {
+        return tl::unexpected(sqlite_error("starting a write"));
+    }
+    return txn;
+}
+
+Error JobStore::sqlite_error(std::string_view what) const {
+    int rc = sqlite3_errcode(m_db);
+    return Error{ErrorKind::internal, fmt::format("job store {}: {}: {}", m_path, what, sqlite3_errmsg(m_db)),
+                 sqlite_hint(rc)};
+}
+
+Status JobStore::not_found(std::int64_t id) const {
+    return fail(ErrorKind::not_found, fmt::format("no job {} in job store {}", id, m_path),
+                "`tandem status` lists the jobs this machine knows");
+}
+
+} // namespace tandem::store

@@ -1,0 +1,73 @@
+#pragma once
+// The job store: one SQLite file in WAL mode with a busy timeout, shared safely by concurrent tandem
+// processes. A schema_version table records the layout; migrations only add, never drop, and a database
+// written by a newer tandem is refused rather than touched.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/job.hpp"
+
+struct sqlite3;
+
+namespace tandem::store {
+
+class Stmt;     // sqlite_stmt.hpp, private to the store
+class WriteTxn; // sqlite_stmt.hpp
+
+inline constexpr int k_schema_version = 1;
+
+struct JobFilter {
+    bool active_only = false;              // only non-terminal jobs
+    std::optional<std::int64_t> ended_after; // with active_only=false: also terminal jobs ended after this
+    std::vector<std::int64_t> ids;          // empty: all
+    std::optional<std::string> cluster;
+    std::optional<std::string> name;
+    std::optional<JobState> state;
+};
+
+using JobUpdate = tandem::JobUpdate; // defined in core/job.hpp
+
+// One connection. Not for sharing between threads without a lock: each thread or process opens its own,
+// and SQLite's file locking (with the busy timeout) keeps them consistent.
+class JobStore {
+public:
+    // Opens (creating if needed) the database at `path` and brings its schema up to date.
+    static Result<std::unique_ptr<JobStore>> open(const std::string& path);
+    ~JobStore();
+    JobStore(const JobStore&) = delete;
+    JobStore& operator=(const JobStore&) = delete;
+
+    // Inserts a new job and returns the id assigned here (job.id is ignored). Callers insert in PENDING with
+    // no remote id yet, before submitting; every other field is stored as given. UNKNOWN is refused.
+    Result<std::int64_t> insert(const JobRecord& job);
+    // Records the backend's id once the submit succeeded.
+    Status set_remote_id(std::int64_t id, const std::string& remote_id);
+    // Applies a refresh result and sets updated_at to `now`. An UNKNOWN result changes nothing: the row keeps
+    // its last known state, and updated_at its age.
+    Status update(std::int64_t id, const JobUpdate& update, std::int64_t now);
+    Result<std::optional<JobRecord>> get(std::int64_t id);
+    Result<std::vector<JobRecord>> list(const JobFilter& filter); // sorted by id
+
+private:
+    JobStore(sqlite3* db, std::string path);
+    Status configure();
+    Result<int> stored_version();
+    Status set_wal_mode();
+    Status migrate();
+    Status exec(const char* sql, std::string_view what);
+    Result<Stmt> prepare(std::string_view sql);
+    Result<WriteTxn> begin_write();
+    Error sqlite_error(std::string_view what) const;
+    Status not_found(std::int64_t id) const;
+
+    sqlite3* m_db;
+    std::string m_path;
+};
+
+} // namespace tandem::store

@@ -1,0 +1,641 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/planner.hpp"
+
+using namespace tandem;
+
+namespace {
+
+Pool cpu_pool(std::string name, int nodes_total = 1, int nodes_free = 1) {
+    Pool p;
+    p.name = std::move(name);
+    p.nodes_total = nodes_total;
+    p.nodes_free = nodes_free;
+    return p;
+}
+
+// A GPU pool whose free GPUs are exactly those of its idle nodes.
+Pool gpu_pool(std::string name, std::string accelerator, int gpus_per_node, int nodes_total, int nodes_free) {
+    Pool p = cpu_pool(std::move(name), nodes_total, nodes_free);
+    p.accelerator = std::move(accelerator);
+    p.gpus_per_node = gpus_per_node;
+    p.gpus_total = gpus_per_node * nodes_total;
+    p.gpus_free = gpus_per_node * nodes_free;
+    return p;
+}
+
+ClusterInventory cluster(std::string name, BackendKind kind, std::vector<Pool> pools) {
+    ClusterInventory c;
+    c.name = std::move(name);
+    c.kind = kind;
+    c.pools = std::move(pools);
+    return c;
+}
+
+Resources with_accelerators(std::vector<Accelerator> accelerators, bool ordered = true) {
+    Resources r;
+    r.accelerators = std::move(accelerators);
+    r.accelerators_ordered = ordered;
+    return r;
+}
+
+TaskSpec task(Resources resources = {}) {
+    TaskSpec spec;
+    spec.name = "train";
+    spec.run = "python train.py";
+    spec.resources = std::move(resources);
+    return spec;
+}
+
+InfraPin pin(std::string kind, std::string cluster_name = {}, std::string pool = {}) {
+    return InfraPin{std::move(kind), std::move(cluster_name), std::move(pool)};
+}
+
+// "cluster/pool" of every placement, best first.
+std::vector<std::string> ranked(const Plan& p) {
+    std::vector<std::string> out;
+    for (const auto& placement : p.placements) {
+        out.push_back(placement.cluster + "/" + placement.pool);
+    }
+    return out;
+}
+
+const Placement* placement_at(const Plan& p, const std::string& cluster_name, const std::string& pool) {
+    for (const auto& placement : p.placements) {
+        if (placement.cluster == cluster_name && placement.pool == pool) {
+            return &placement;
+        }
+    }
+    return nullptr;
+}
+
+// Every rejection of (cluster, pool); pool "" means the whole cluster.
+std::vector<Rejection> rejections_of(const Plan& p, const std::string& cluster_name,
+                                     const std::string& pool) {
+    std::vector<Rejection> out;
+    for (const auto& r : p.rejections) {
+        if (r.cluster == cluster_name && r.pool == pool) {
+            out.push_back(r);
+        }
+    }
+    return out;
+}
+
+// The single reason (cluster, pool) was turned down for; fails the test when there is not exactly one.
+std::string reason_of(const Plan& p, const std::string& cluster_name, const std::string& pool) {
+    const auto found = rejections_of(p, cluster_name, pool);
+    REQUIRE(found.size() == 1);
+    return found.front().reason;
+}
+
+double component(const Placement& placement, const std::string& name) {
+    for (const auto& part : placement.breakdown) {
+        if (part.name == name) {
+            return part.value;
+        }
+    }
+    FAIL("no score component " << name);
+    return 0;
+}
+
+} // namespace
+
+TEST_CASE("planner: infra pin by kind keeps only clusters of that kind") {
+    Inventory inv{{cluster("local", BackendKind::local, {cpu_pool("local")}),
+                   cluster("slurm-a", BackendKind::slurm, {cpu_pool("cpu")}),
+                   cluster("k8s/prod", BackendKind::kubernetes, {cpu_pool("cpu-nodes")})}};
+    auto spec = task();
+
+    SECTION("unpinned, every cluster is a candidate") {
+        CHECK(plan(spec, inv).placements.size() == 3);
+    }
+    SECTION("pinned to slurm") {
+        spec.resources.infra = pin("slurm");
+        const auto p = plan(spec, inv);
+        CHECK(ranked(p) == std::vector<std::string>{"slurm-a/cpu"});
+        CHECK(reason_of(p, "local", "") == "infra pinned to slurm");
+        CHECK(reason_of(p, "k8s/prod", "") == "infra pinned to slurm");
+    }
+    SECTION("pinned to k8s") {
+        spec.resources.infra = pin("k8s");
+        CHECK(ranked(plan(spec, inv)) == std::vector<std::string>{"k8s/prod/cpu-nodes"});
+    }
+    SECTION("the kubernetes spelling of the kind is accepted") {
+        spec.resources.infra = pin("kubernetes");
+        CHECK(ranked(plan(spec, inv)) == std::vector<std::string>{"k8s/prod/cpu-nodes"});
+    }
+    SECTION("pinned to local") {
+        spec.resources.infra = pin("local");
+        CHECK(ranked(plan(spec, inv)) == std::vector<std::string>{"local/local"});
+    }
+}
+
+TEST_CASE("planner: infra pin by cluster name") {
+    Inventory inv{{cluster("slurm-a", BackendKind::slurm, {cpu_pool("cpu")}),
+                   cluster("slurm-b", BackendKind::slurm, {cpu_pool("cpu")}),
+                   cluster("k8s/prod", BackendKind::kubernetes, {cpu_pool("cpu")}),
+                   cluster("k8s/dev", BackendKind::kubernetes, {cpu_pool("cpu")})}};
+    auto spec = task();
+
+    SECTION("a slurm cluster by its name") {
+        spec.resources.infra = pin("slurm", "slurm-b");
+        const auto p = plan(spec, inv);
+        CHECK(ranked(p) == std::vector<std::string>{"slurm-b/cpu"});
+        CHECK(reason_of(p, "slurm-a", "") == "infra pinned to slurm/slurm-b");
+        CHECK(reason_of(p, "k8s/dev", "") == "infra pinned to slurm/slurm-b");
+    }
+    SECTION("a kubernetes cluster by its context") {
+        spec.resources.infra = pin("k8s", "prod");
+        const auto p = plan(spec, inv);
+        CHECK(ranked(p) == std::vector<std::string>{"k8s/prod/cpu"});
+        CHECK(reason_of(p, "k8s/dev", "") == "infra pinned to k8s/prod");
+    }
+    SECTION("a kubernetes cluster by its full configured name") {
+        spec.resources.infra = pin("k8s", "k8s/prod");
+        CHECK(ranked(plan(spec, inv)) == std::vector<std::string>{"k8s/prod/cpu"});
+    }
+    SECTION("the context shortcut does not apply to other kinds") {
+        Inventory odd{{cluster("k8s/prod", BackendKind::slurm, {cpu_pool("cpu")})}};
+        spec.resources.infra = pin("slurm", "prod");
+        const auto p = plan(spec, odd);
+        CHECK(p.placements.empty());
+        CHECK(reason_of(p, "k8s/prod", "") == "infra pinned to slurm/prod");
+    }
+}
+
+TEST_CASE("planner: infra pin by pool keeps only that pool, and says so for the others") {
+    Inventory inv{
+        {cluster("slurm-a", BackendKind::slurm, {cpu_pool("cpu"), gpu_pool("gpu", "H100", 8, 2, 2)}),
+         cluster("slurm-b", BackendKind::slurm, {gpu_pool("gpu", "H100", 8, 2, 2)})}};
+    auto spec = task();
+    spec.resources.infra = pin("slurm", "slurm-a", "gpu");
+    const auto p = plan(spec, inv);
+    CHECK(ranked(p) == std::vector<std::string>{"slurm-a/gpu"});
+    CHECK(reason_of(p, "slurm-a", "cpu") == "infra pinned to slurm/slurm-a/gpu");
+    CHECK(reason_of(p, "slurm-b", "") == "infra pinned to slurm/slurm-a/gpu");
+}
+
+TEST_CASE("planner: ordered alternatives take the first viable tier even when a later one scores higher") {
+    // H100 waits in a queue; A100 could start right now and would score higher. The A100 cluster is listed
+    // first so that inventory order cannot pass for tier order.
+    Inventory inv{{cluster("k8s/prod", BackendKind::kubernetes, {gpu_pool("a100", "A100", 8, 2, 2)}),
+                   cluster("slurm-a", BackendKind::slurm, {gpu_pool("h100", "H100", 8, 2, 0)})}};
+
+    SECTION("ordered resource sets") {
+        auto spec = task();
+        spec.alternatives = {with_accelerators({{"H100", 8}}), with_accelerators({{"A100", 8}})};
+        spec.alternatives_ordered = true;
+        const auto p = plan(spec, inv);
+        REQUIRE(p.placements.size() == 2);
+        CHECK(ranked(p) == std::vector<std::string>{"slurm-a/h100", "k8s/prod/a100"});
+        CHECK(p.placements[0].option_index == 0);
+        CHECK(p.placements[0].tier < p.placements[1].tier);
+        CHECK_FALSE(p.placements[0].starts_now);
+        CHECK(p.placements[1].starts_now);
+        CHECK(p.placements[1].score > p.placements[0].score);
+    }
+    SECTION("an ordered accelerator list") {
+        auto spec = task(with_accelerators({{"H100", 8}, {"A100", 8}}, true));
+        const auto p = plan(spec, inv);
+        CHECK(ranked(p) == std::vector<std::string>{"slurm-a/h100", "k8s/prod/a100"});
+        CHECK(p.placements[1].score > p.placements[0].score);
+    }
+    SECTION("when the first tier fits nowhere, the next one wins") {
+        inv.clusters[1].pools[0].gpus_per_node = 4; // H100:8 no longer fits
+        auto spec = task();
+        spec.alternatives = {with_accelerators({{"H100", 8}}), with_accelerators({{"A100", 8}})};
+        spec.alternatives_ordered = true;
+        const auto p = plan(spec, inv);
+        CHECK(ranked(p) == std::vector<std::string>{"k8s/prod/a100"});
+        CHECK(p.placements[0].option_index == 1);
+        const auto turned_down = rejections_of(p, "slurm-a", "h100");
+        REQUIRE(turned_down.size() == 2); // once per option
+        CHECK(turned_down[0].reason == "needs H100:8 per node, pool has 4 per node");
+        CHECK(turned_down[1].reason == "needs A100, pool has H100");
+    }
+}
+
+TEST_CASE("planner: any_of alternatives and accelerator sets compete on score") {
+    Inventory inv{{cluster("slurm-a", BackendKind::slurm, {gpu_pool("h100", "H100", 8, 2, 0)}),
+                   cluster("k8s/prod", BackendKind::kubernetes, {gpu_pool("a100", "A100", 8, 2, 2)})}};
+
+    SECTION("any_of resource sets: the one that starts now wins though listed second") {
+        auto spec = task();
+        spec.alternatives = {with_accelerators({{"H100", 8}}), with_accelerators({{"A100", 8}})};
+        spec.alternatives_ordered = false;
+        const auto p = plan(spec, inv);
+        CHECK(ranked(p) == std::vector<std::string>{"k8s/prod/a100", "slurm-a/h100"});
+        CHECK(p.placements[0].tier == p.placements[1].tier);
+        CHECK(p.placements[0].option_index == 1);
+    }
+    SECTION("an accelerator set") {
+        auto spec = task(with_accelerators({{"H100", 8}, {"A100", 8}}, false));
+        CHECK(ranked(plan(spec, inv)) == std::vector<std::string>{"k8s/prod/a100", "slurm-a/h100"});
+    }
+    SECTION("swapping which pool is free swaps the winner") {
+        inv.clusters[0].pools[0] = gpu_pool("h100", "H100", 8, 2, 2);
+        inv.clusters[1].pools[0] = gpu_pool("a100", "A100", 8, 2, 0);
+        auto spec = task(with_accelerators({{"H100", 8}, {"A100", 8}}, false));
+        CHECK(ranked(plan(spec, inv)) == std::vector<std::string>{"slurm-a/h100", "k8s/prod/a100"});
+    }
+}
+
+TEST_CASE("planner: num_nodes needs that many nodes in the pool, and not the local backend") {
+    Inventory inv{{cluster("local", BackendKind::local, {cpu_pool("local")}),
+                   cluster("slurm-a", BackendKind::slurm, {cpu_pool("small", 1, 1), cpu_pool("big", 4, 1)}),
+                   cluster("k8s/prod", BackendKind::kubernetes, {cpu_pool("nodes", 4, 2)})}};
+    auto spec = task();
+    spec.num_nodes = 2;
+    const auto p = plan(spec, inv);
+    CHECK(reason_of(p, "slurm-a", "small") == "needs 2 nodes, pool has 1");
+    CHECK(reason_of(p, "local", "") == "not supported on local: local runs one node");
+    REQUIRE(p.placements.size() == 2);
+
+    // Only one of slurm-a/big's four nodes is idle, so two nodes cannot start now; k8s has two idle.
+    const auto* big = placement_at(p, "slurm-a", "big");
+    const auto* k8s = placement_at(p, "k8s/prod", "nodes");
+    REQUIRE(big != nullptr);
+    REQUIRE(k8s != nullptr);
+    CHECK_FALSE(big->starts_now);
+    CHECK(k8s->starts_now);
+    // Multi-node work prefers slurm by default.
+    CHECK(component(*big, "backend_preference") > component(*k8s, "backend_preference"));
+
+    SECTION("one node fits everywhere") {
+        spec.num_nodes = 1;
+        CHECK(plan(spec, inv).placements.size() == 4);
+    }
+}
+
+TEST_CASE("planner: fractional GPUs need a MIG or time-sliced pool") {
+    Pool plain = gpu_pool("a100", "A100", 8, 2, 2);
+    Pool mig = gpu_pool("a100-mig", "A100", 8, 2, 2);
+    mig.mig_profiles = {"1g.10gb", "3g.40gb"};
+    Pool shared = gpu_pool("a100-shared", "A100", 8, 2, 2);
+    shared.time_sliced = true;
+    Inventory inv{{cluster("k8s/prod", BackendKind::kubernetes, {plain, mig, shared}),
+                   cluster("slurm-a", BackendKind::slurm, {mig})}};
+    auto spec = task(with_accelerators({{"A100", 0.5}}));
+    const auto p = plan(spec, inv);
+
+    CHECK(reason_of(p, "k8s/prod", "a100") == "fractional A100:0.5 needs MIG or time-sliced GPUs");
+    CHECK_THAT(reason_of(p, "slurm-a", ""),
+               Catch::StartsWith("not supported on slurm: fractional GPUs are not supported on slurm"));
+    CHECK(ranked(p) == std::vector<std::string>{"k8s/prod/a100-mig", "k8s/prod/a100-shared"});
+    for (const auto& placement : p.placements) {
+        CHECK(placement.starts_now);
+        CHECK(component(placement, "gpu_fit") == 0);             // a slice wastes no whole GPUs
+        CHECK(component(placement, "backend_preference") == 30); // shared work prefers k8s
+    }
+}
+
+TEST_CASE("planner: cpus and memory are per-node minimums, unknown pool values pass") {
+    auto small = cpu_pool("small");
+    small.cpus_per_node = 8;
+    small.memory_gb_per_node = 128;
+    auto lowmem = cpu_pool("lowmem");
+    lowmem.cpus_per_node = 32;
+    lowmem.memory_gb_per_node = 32;
+    auto exact = cpu_pool("exact");
+    exact.cpus_per_node = 16;
+    exact.memory_gb_per_node = 64;
+    auto unknown = cpu_pool("unknown"); // reports 0 for both
+    Inventory inv{{cluster("slurm-a", BackendKind::slurm, {small, lowmem, exact, unknown})}};
+
+    Resources r;
+    r.cpus = Quantity{16, true};
+    r.memory_gb = Quantity{64, false};
+    const auto p = plan(task(r), inv);
+    CHECK(reason_of(p, "slurm-a", "small") == "needs 16 cpus per node, pool has 8");
+    CHECK(reason_of(p, "slurm-a", "lowmem") == "needs 64 GB memory per node, pool has 32 GB");
+    CHECK(ranked(p) == std::vector<std::string>{"slurm-a/exact", "slurm-a/unknown"});
+
+    SECTION("an exact count is still only a minimum for feasibility") {
+        r.cpus = Quantity{4, false};
+        r.memory_gb = Quantity{16, false};
+        CHECK(plan(task(r), inv).placements.size() == 4);
+    }
+}
+
+TEST_CASE("planner: slurm time limit against the partition's maximum") {
+    auto day = cpu_pool("day");
+    day.max_time_minutes = 1440;
+    auto week = cpu_pool("week");
+    week.max_time_minutes = 7 * 1440;
+    auto open = cpu_pool("open");
+    auto k8s_pool = cpu_pool("nodes");
+    k8s_pool.max_time_minutes = 60;
+    Inventory inv{{cluster("slurm-a", BackendKind::slurm, {day, week, open}),
+                   cluster("k8s/prod", BackendKind::kubernetes, {k8s_pool})}};
+    auto spec = task();
+
+    SECTION("too long for one partition") {
+        // emplace, not `=`: GCC 12 at -O2 warns (falsely) maybe-uninitialized on optional<string> = literal.
+        spec.slurm.time.emplace("2-00:00:00");
+        const auto p = plan(spec, inv);
+        CHECK(reason_of(p, "slurm-a", "day") == "time limit 2-00:00:00 exceeds partition limit 1-00:00:00");
+        CHECK(placement_at(p, "slurm-a", "week") != nullptr);
+        CHECK(placement_at(p, "slurm-a", "open") != nullptr);
+        // config.slurm.time is addressed to slurm; kubernetes ignores it.
+        CHECK(placement_at(p, "k8s/prod", "nodes") != nullptr);
+    }
+    SECTION("every slurm time form, at and just past the limit") {
+        const std::vector<std::pair<std::string, int>> forms{
+            {"90", 90},     {"45:00", 45},     {"90:30", 91},        {"01:30:00", 90}, {"1-0", 1440},
+            {"1-02", 1560}, {"1-02:30", 1590}, {"1-02:30:01", 1591}, {"0:59", 1},      {"36:00:00", 2160}};
+        for (const auto& [text, minutes] : forms) {
+            auto at = cpu_pool("at");
+            at.max_time_minutes = minutes;
+            auto below = cpu_pool("below");
+            below.max_time_minutes = minutes - 1;
+            spec.slurm.time.emplace(text);
+            const auto p = plan(spec, Inventory{{cluster("s", BackendKind::slurm, {at, below})}});
+            INFO("time " << text);
+            CHECK(ranked(p) == std::vector<std::string>{"s/at"});
+            CHECK_THAT(reason_of(p, "s", "below"), Catch::StartsWith("time limit "));
+        }
+    }
+    SECTION("no limit (UNLIMITED, INFINITE, -1, 0) exceeds any finite partition limit") {
+        for (const std::string text : {"UNLIMITED", "infinite", "-1", "0"}) {
+            spec.slurm.time.emplace(text);
+            const auto p = plan(spec, inv);
+            INFO("time " << text);
+            CHECK(reason_of(p, "slurm-a", "day") == "time limit UNLIMITED exceeds partition limit 1-00:00:00");
+            CHECK(placement_at(p, "slurm-a", "open") != nullptr);
+        }
+    }
+    SECTION("an unparseable time is rejected on slurm pools with the reason") {
+        for (const std::string text : {"abc", "", "1-", "-5", "1:2:3:4", "1-2-3", "1:xx", "2 hours"}) {
+            spec.slurm.time.emplace(text);
+            const auto p = plan(spec, inv);
+            INFO("time '" << text << "'");
+            CHECK(ranked(p) == std::vector<std::string>{"k8s/prod/nodes"});
+            CHECK(reason_of(p, "slurm-a", "open") ==
+                  fmt::format("time limit '{}' is not a slurm time (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or "
+                              "D-HH:MM:SS)",
+                              text));
+        }
+    }
+}
+
+TEST_CASE("planner: an unreachable cluster is one rejection, not one per option") {
+    auto down = cluster("slurm-down", BackendKind::slurm, {gpu_pool("gpu", "H100", 8, 2, 2)});
+    down.reachable = false;
+    down.error = "connection refused";
+    Inventory inv{{down, cluster("k8s/prod", BackendKind::kubernetes, {gpu_pool("gpu", "H100", 8, 2, 2)})}};
+    auto spec = task(with_accelerators({{"H100", 8}, {"H100", 4}}, false));
+    REQUIRE(spec.options().size() == 2);
+
+    const auto p = plan(spec, inv);
+    int from_down = 0;
+    for (const auto& r : p.rejections) {
+        if (r.cluster == "slurm-down") {
+            ++from_down;
+            CHECK(r.pool.empty());
+            CHECK(r.reason == "unreachable: connection refused");
+        }
+    }
+    CHECK(from_down == 1);
+    for (const auto& placement : p.placements) {
+        CHECK(placement.cluster == "k8s/prod");
+    }
+    CHECK(p.placements.size() == 2);
+}
+
+TEST_CASE("planner: every (pool, option) pair is either placed or rejected with a specific reason") {
+    Inventory inv{{cluster("slurm-a", BackendKind::slurm,
+                           {gpu_pool("a100", "A100", 8, 2, 2), gpu_pool("h100x4", "H100", 4, 2, 2),
+                            gpu_pool("h100", "H100", 8, 2, 2), gpu_pool("v100", "V100", 4, 8, 8)}),
+                   cluster("k8s/prod", BackendKind::kubernetes, {cpu_pool("cpu", 10, 10)})}};
+    auto spec = task(with_accelerators({{"H100", 8}, {"V100", 1}}, false));
+    const auto options = spec.options();
+    REQUIRE(options.size() == 2);
+    const auto p = plan(spec, inv);
+
+    for (const auto& c : inv.clusters) {
+        for (const auto& pool : c.pools) {
+            for (std::size_t i = 0; i < options.size(); ++i) {
+                const auto placed =
+                    std::count_if(p.placements.begin(), p.placements.end(), [&](const auto& x) {
+                        return x.cluster == c.name && x.pool == pool.name &&
+                               x.option_index == static_cast<int>(i);
+                    });
+                const auto rejected =
+                    std::count_if(p.rejections.begin(), p.rejections.end(), [&](const auto& r) {
+                        return r.cluster == c.name && r.pool == pool.name &&
+                               r.option_label == options[i].label;
+                    });
+                INFO(c.name << "/" << pool.name << " option " << options[i].label);
+                CHECK(placed + rejected == 1);
+            }
+        }
+    }
+    for (const auto& r : p.rejections) {
+        CHECK_FALSE(r.reason.empty());
+        CHECK_FALSE(r.option_label.empty());
+        CHECK(r.reason.find('\n') == std::string::npos);
+        CHECK_FALSE(std::isupper(static_cast<unsigned char>(r.reason.front())));
+    }
+    CHECK(ranked(p) == std::vector<std::string>{"slurm-a/h100", "slurm-a/v100"});
+
+    auto reason_for = [&](const std::string& c, const std::string& pool, const std::string& label) {
+        for (const auto& r : p.rejections) {
+            if (r.cluster == c && r.pool == pool && r.option_label == label) {
+                return r.reason;
+            }
+        }
+        return std::string("(none)");
+    };
+    const auto& h100 = options[0].label;
+    CHECK(reason_for("slurm-a", "a100", h100) == "needs H100, pool has A100");
+    CHECK(reason_for("slurm-a", "h100x4", h100) == "needs H100:8 per node, pool has 4 per node");
+    CHECK(reason_for("k8s/prod", "cpu", h100) == "needs H100:8, pool has no GPUs");
+}
+
+TEST_CASE("planner: accelerator names match exactly, ignoring case only") {
+    Inventory inv{{cluster("slurm-a", BackendKind::slurm,
+                           {gpu_pool("a100", "A100", 8, 1, 1), gpu_pool("a100-80", "A100-80GB", 8, 1, 1),
+                            gpu_pool("h100", "H100", 8, 1, 1)})}};
+
+    auto p = plan(task(with_accelerators({{"h100", 8}})), inv);
+    CHECK(ranked(p) == std::vector<std::string>{"slurm-a/h100"});
+
+    p = plan(task(with_accelerators({{"A100", 8}})), inv);
+    CHECK(ranked(p) == std::vector<std::string>{"slurm-a/a100"});
+    CHECK(reason_of(p, "slurm-a", "a100-80") == "needs A100, pool has A100-80GB");
+
+    p = plan(task(with_accelerators({{"a100-80gb", 8}})), inv);
+    CHECK(ranked(p) == std::vector<std::string>{"slurm-a/a100-80"});
+    CHECK(reason_of(p, "slurm-a", "a100") == "needs a100-80gb, pool has A100");
+}
+
+TEST_CASE("planner: fields the backend kind cannot honour reject the whole cluster") {
+    Inventory inv{{cluster("local", BackendKind::local, {cpu_pool("local")}),
+                   cluster("slurm-a", BackendKind::slurm, {cpu_pool("cpu"), cpu_pool("cpu2")}),
+                   cluster("k8s/prod", BackendKind::kubernetes, {cpu_pool("cpu")})}};
+    Resources r;
+    r.image_id.emplace("ubuntu:22.04");
+    r.ports = {"8080"};
+    const auto p = plan(task(r), inv);
+    CHECK(ranked(p) == std::vector<std::string>{"k8s/prod/cpu"});
+    CHECK(reason_of(p, "slurm-a", "") ==
+          "not supported on slurm: jobs run on the node's own OS (no container "
+          "runtime); not supported on slurm: slurm jobs cannot expose ports");
+    CHECK(rejections_of(p, "slurm-a", "cpu").empty());
+    CHECK_THAT(reason_of(p, "local", ""), Catch::StartsWith("not supported on local: "));
+
+    SECTION("use_spot runs nowhere") {
+        r.use_spot = true;
+        const auto none = plan(task(r), inv);
+        CHECK(none.placements.empty());
+        CHECK_THAT(reason_of(none, "k8s/prod", ""),
+                   Catch::StartsWith("not supported on k8s: k8s has no spot"));
+    }
+}
+
+TEST_CASE("planner: score breakdown") {
+    SECTION("components add up and are named") {
+        Pool pool = gpu_pool("gpu", "H100", 8, 2, 0);
+        pool.gpus_free = 4; // spread over partly used nodes
+        const auto p = plan(task(with_accelerators({{"H100", 2}})),
+                            Inventory{{cluster("slurm-a", BackendKind::slurm, {pool})}});
+        REQUIRE(p.placements.size() == 1);
+        const auto& top = p.placements[0];
+        std::vector<std::string> names;
+        double sum = 0;
+        for (const auto& part : top.breakdown) {
+            names.push_back(part.name);
+            sum += part.value;
+        }
+        CHECK(names == std::vector<std::string>{"starts_now", "backend_preference", "gpu_fit", "headroom"});
+        CHECK(top.starts_now);
+        CHECK(component(top, "starts_now") == 100);
+        CHECK(component(top, "backend_preference") == 30);
+        CHECK(component(top, "gpu_fit") == Approx(-15)); // 6 of 8 GPUs per node unused
+        CHECK(component(top, "headroom") == 0);          // only counts while waiting
+        CHECK(top.score == Approx(sum));
+        CHECK(top.score == Approx(115));
+        CHECK(top.kind == BackendKind::slurm);
+    }
+    SECTION("a task that takes whole nodes needs idle nodes, not scattered free GPUs") {
+        Pool pool = gpu_pool("gpu", "H100", 8, 2, 0);
+        pool.gpus_free = 8; // 4 + 4 on two busy nodes
+        const auto p = plan(task(with_accelerators({{"H100", 8}})),
+                            Inventory{{cluster("slurm-a", BackendKind::slurm, {pool})}});
+        REQUIRE(p.placements.size() == 1);
+        CHECK_FALSE(p.placements[0].starts_now);
+        CHECK(component(p.placements[0], "starts_now") == 0);
+    }
+    SECTION("a multi-node task needs free GPUs for every node") {
+        Pool pool = gpu_pool("gpu", "H100", 8, 4, 0);
+        auto spec = task(with_accelerators({{"H100", 2}}));
+        spec.num_nodes = 2;
+        pool.gpus_free = 2; // enough for one node's share only
+        auto p = plan(spec, Inventory{{cluster("slurm-a", BackendKind::slurm, {pool})}});
+        REQUIRE(p.placements.size() == 1);
+        CHECK_FALSE(p.placements[0].starts_now);
+        pool.gpus_free = 4;
+        p = plan(spec, Inventory{{cluster("slurm-a", BackendKind::slurm, {pool})}});
+        REQUIRE(p.placements.size() == 1);
+        CHECK(p.placements[0].starts_now);
+    }
+    SECTION("a GPU pool is a poor home for a CPU task") {
+        const auto p =
+            plan(task(), Inventory{{cluster("slurm-a", BackendKind::slurm,
+                                            {gpu_pool("gpu", "H100", 8, 2, 2), cpu_pool("cpu", 2, 2)})}});
+        CHECK(ranked(p) == std::vector<std::string>{"slurm-a/cpu", "slurm-a/gpu"});
+        CHECK(component(p.placements[1], "gpu_fit") == -20);
+        CHECK(component(p.placements[0], "gpu_fit") == 0);
+    }
+    SECTION("the pool whose nodes fit the GPU count best wins") {
+        const auto p = plan(
+            task(with_accelerators({{"H100", 2}})),
+            Inventory{{cluster("slurm-a", BackendKind::slurm,
+                               {gpu_pool("a-eight", "H100", 8, 2, 2), gpu_pool("b-two", "H100", 2, 2, 2)})}});
+        CHECK(ranked(p) == std::vector<std::string>{"slurm-a/b-two", "slurm-a/a-eight"});
+    }
+    SECTION("starting now outweighs backend preference") {
+        const auto p = plan(
+            task(with_accelerators({{"H100", 8}})),
+            Inventory{{cluster("slurm-a", BackendKind::slurm, {gpu_pool("gpu", "H100", 8, 2, 0)}),
+                       cluster("k8s/prod", BackendKind::kubernetes, {gpu_pool("gpu", "H100", 8, 2, 1)})}});
+        CHECK(ranked(p) == std::vector<std::string>{"k8s/prod/gpu", "slurm-a/gpu"});
+    }
+    SECTION("the policy lists decide between otherwise equal backends") {
+        Inventory inv{{cluster("k8s/prod", BackendKind::kubernetes, {gpu_pool("gpu", "H100", 8, 2, 2)}),
+                       cluster("slurm-a", BackendKind::slurm, {gpu_pool("gpu", "H100", 8, 2, 2)})}};
+        const auto spec = task(with_accelerators({{"H100", 8}}));
+        CHECK(ranked(plan(spec, inv)) == std::vector<std::string>{"slurm-a/gpu", "k8s/prod/gpu"});
+        PlannerPolicy k8s_first;
+        k8s_first.prefer_default = {BackendKind::kubernetes, BackendKind::slurm, BackendKind::local};
+        CHECK(ranked(plan(spec, inv, k8s_first)) == std::vector<std::string>{"k8s/prod/gpu", "slurm-a/gpu"});
+        // prefer_default does not govern multi-node work.
+        auto multi = spec;
+        multi.num_nodes = 2;
+        CHECK(ranked(plan(multi, inv, k8s_first)) == std::vector<std::string>{"slurm-a/gpu", "k8s/prod/gpu"});
+    }
+    SECTION("while waiting, the pool with more free capacity ranks first") {
+        Pool busy = gpu_pool("a-busy", "H100", 8, 4, 0);
+        Pool emptier = gpu_pool("b-emptier", "H100", 8, 4, 0);
+        emptier.gpus_free = 6;
+        const auto p = plan(task(with_accelerators({{"H100", 8}})),
+                            Inventory{{cluster("slurm-a", BackendKind::slurm, {busy, emptier})}});
+        CHECK(ranked(p) == std::vector<std::string>{"slurm-a/b-emptier", "slurm-a/a-busy"});
+        CHECK(component(p.placements[0], "headroom") == Approx(10.0 * 6 / 32));
+    }
+}
+
+TEST_CASE("planner: output is deterministic and independent of inventory order") {
+    // Four identical pools: only names can break the tie.
+    auto make = [](bool reversed) {
+        std::vector<ClusterInventory> clusters{
+            cluster("b-cluster", BackendKind::slurm,
+                    {gpu_pool("y", "H100", 8, 2, 2), gpu_pool("x", "H100", 8, 2, 2)}),
+            cluster("a-cluster", BackendKind::slurm,
+                    {gpu_pool("y", "H100", 8, 2, 2), gpu_pool("x", "H100", 8, 2, 2)})};
+        if (reversed) {
+            std::reverse(clusters.begin(), clusters.end());
+            for (auto& c : clusters) {
+                std::reverse(c.pools.begin(), c.pools.end());
+            }
+        }
+        return Inventory{clusters};
+    };
+    const auto spec = task(with_accelerators({{"H100", 8}}));
+    const auto first = plan(spec, make(false));
+    const std::vector<std::string> expected{"a-cluster/x", "a-cluster/y", "b-cluster/x", "b-cluster/y"};
+    CHECK(ranked(first) == expected);
+    CHECK(ranked(plan(spec, make(false))) == expected);
+    CHECK(ranked(plan(spec, make(true))) == expected);
+}
+
+TEST_CASE("planner: a thousand pools plan correctly") {
+    ClusterInventory big = cluster("slurm-big", BackendKind::slurm, {});
+    for (int i = 0; i < 1000; ++i) {
+        const char* type = i % 3 == 0 ? "H100" : i % 3 == 1 ? "A100" : "";
+        Pool pool = type[0] != '\0' ? gpu_pool(fmt::format("p{:04}", i), type, 8, 2, 0)
+                                    : cpu_pool(fmt::format("p{:04}", i), 2, 2);
+        big.pools.push_back(pool);
+    }
+    big.pools[501] = gpu_pool("p0501", "H100", 8, 2, 2); // the only GPU pool with idle nodes
+    const auto spec = task(with_accelerators({{"H100", 8}, {"A100", 8}}, false));
+    const auto p = plan(spec, Inventory{{big}});
+
+    // 334 H100 pools take the H100 option, 333 A100 pools the A100 option; every other pair is rejected.
+    CHECK(p.placements.size() == 667);
+    CHECK(p.rejections.size() == 2000 - 667);
+    REQUIRE_FALSE(p.placements.empty());
+    CHECK(p.placements[0].pool == "p0501");
+    CHECK(p.placements[0].starts_now);
+    for (std::size_t i = 1; i < p.placements.size(); ++i) {
+        CHECK_FALSE(p.placements[i].starts_now);
+        CHECK(p.placements[i - 1].score >= p.placements[i].score);
+    }
+}
