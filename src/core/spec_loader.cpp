@@ -288,8 +288,8 @@ private:
             m_w.error(node, "resources", "must be a mapping");
             return;
         }
-        YAML::Node any_of;
-        YAML::Node ordered;
+        std::optional<YAML::Node> any_of;
+        std::optional<YAML::Node> ordered;
         for (const auto& [key, value] : m_w.entries(node, "resources")) {
             if (key.Scalar() == "any_of") {
                 any_of = value;
@@ -301,13 +301,13 @@ private:
         }
         m_spec.resources = resources(node, "resources", true);
         if (any_of && ordered) {
-            m_w.error(ordered, "resources.ordered", "cannot be combined with resources.any_of; use one");
+            m_w.error(*ordered, "resources.ordered", "cannot be combined with resources.any_of; use one");
             return;
         }
-        const YAML::Node& alts = any_of ? any_of : ordered;
-        if (!alts) {
+        if (!any_of && !ordered) {
             return;
         }
+        const YAML::Node& alts = any_of ? *any_of : *ordered;
         const std::string name = any_of ? "resources.any_of" : "resources.ordered";
         if (!alts.IsSequence() || alts.size() == 0) {
             m_w.error(alts, name, "must be a non-empty list of resource sets");
