@@ -367,7 +367,8 @@ TEST_CASE("planner: slurm time limit against the partition's maximum") {
             spec.slurm.time.emplace(text);
             const auto p = plan(spec, inv);
             INFO("time " << text);
-            CHECK(reason_of(p, "slurm-a", "day") == "time limit UNLIMITED exceeds partition limit 1-00:00:00");
+            CHECK(reason_of(p, "slurm-a", "day") ==
+                  "time limit UNLIMITED exceeds partition limit 1-00:00:00");
             CHECK(placement_at(p, "slurm-a", "open") != nullptr);
         }
     }
