@@ -25,10 +25,10 @@ struct StatusFlags {
 
 std::string state_cell(const JobView& v, std::int64_t now) {
     if (v.unreachable) {
-        return fmt::format("UNKNOWN (was {} {} ago)", to_string(v.record.state),
-                           human_duration(now - v.record.updated_at));
+        return coloured_state(fmt::format("UNKNOWN (was {} {} ago)", to_string(v.record.state),
+                                          human_duration(now - v.record.updated_at)));
     }
-    return std::string(to_string(v.record.state));
+    return coloured_state(to_string(v.record.state));
 }
 
 std::string duration_cell(const JobRecord& r, std::int64_t now) {

@@ -14,10 +14,19 @@ namespace tandem::cli {
 
 namespace {
 
-// Display width of UTF-8 text: count code points, not bytes (good enough for names and reasons).
+// Display width of UTF-8 text: code points, not bytes, and ANSI colour sequences take no room.
 std::size_t display_width(const std::string& s) {
-    return static_cast<std::size_t>(
-        std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+    std::size_t width = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '\x1b') {
+            while (i < s.size() && s[i] != 'm') {
+                ++i;
+            }
+            continue;
+        }
+        width += (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80 ? 1 : 0;
+    }
+    return width;
 }
 
 } // namespace
@@ -65,6 +74,25 @@ bool colour_enabled() {
     const char* term = std::getenv("TERM");
     return stdout_is_terminal() && (no_colour == nullptr || *no_colour == '\0') &&
            !(term != nullptr && std::strcmp(term, "dumb") == 0);
+}
+
+std::string coloured_state(std::string_view state) {
+    if (!colour_enabled()) {
+        return std::string(state);
+    }
+    const char* code = "";
+    if (state == "SUCCEEDED") {
+        code = "32"; // green
+    } else if (state.rfind("FAILED", 0) == 0 || state.rfind("UNKNOWN", 0) == 0) {
+        code = "31"; // red
+    } else if (state == "PENDING" || state == "STARTING") {
+        code = "33"; // yellow
+    } else if (state == "RUNNING") {
+        code = "36"; // cyan
+    } else {
+        return std::string(state);
+    }
+    return fmt::format("\x1b[{}m{}\x1b[0m", code, state);
 }
 
 std::string human_duration(std::int64_t seconds) {

@@ -27,6 +27,8 @@ private:
 bool stdout_is_terminal();
 bool stderr_is_terminal();
 bool colour_enabled(); // for stdout
+// The state name, coloured only when colour_enabled().
+std::string coloured_state(std::string_view state);
 
 // kubectl-style: 45s, 3m12s, 5h3m, 4d2h.
 std::string human_duration(std::int64_t seconds);

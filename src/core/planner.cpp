@@ -31,6 +31,7 @@
 #include <fmt/format.h>
 
 #include "core/backend_support.hpp"
+#include "core/quantity.hpp"
 
 namespace tandem {
 
@@ -48,84 +49,6 @@ bool iequals(std::string_view a, std::string_view b) {
            });
 }
 
-// ---- Slurm time limits -------------------------------------------------------------------------------
-
-constexpr int k_unlimited = std::numeric_limits<int>::max();
-
-std::optional<long long> parse_count(std::string_view text) {
-    // Nine digits is far beyond any real limit and keeps the arithmetic below free of overflow.
-    if (text.empty() || text.size() > 9) {
-        return std::nullopt;
-    }
-    long long value = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc{} || end != text.data() + text.size()) {
-        return std::nullopt;
-    }
-    return value;
-}
-
-// "a", "a:b" or "a:b:c": the colon-separated part of a Slurm time.
-struct TimeFields {
-    std::array<long long, 3> value{};
-    int count = 0;
-};
-
-std::optional<TimeFields> parse_fields(std::string_view text) {
-    TimeFields fields;
-    while (fields.count < 3) {
-        const auto colon = text.find(':');
-        const auto field = parse_count(text.substr(0, colon));
-        if (!field) {
-            return std::nullopt;
-        }
-        fields.value[static_cast<std::size_t>(fields.count++)] = *field;
-        if (colon == std::string_view::npos) {
-            return fields;
-        }
-        text.remove_prefix(colon + 1);
-    }
-    return std::nullopt; // a fourth field
-}
-
-// Slurm's --time forms: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS. Seconds round up to a minute, as
-// Slurm does; 0, -1, INFINITE and UNLIMITED mean no limit.
-std::optional<int> parse_slurm_minutes(std::string_view text) {
-    if (text == "-1" || iequals(text, "INFINITE") || iequals(text, "UNLIMITED")) {
-        return k_unlimited;
-    }
-    const auto dash = text.find('-');
-    const bool has_days = dash != std::string_view::npos;
-    const auto days = has_days ? parse_count(text.substr(0, dash)) : std::optional<long long>(0);
-    const auto fields = parse_fields(has_days ? text.substr(dash + 1) : text);
-    if (!days || !fields) {
-        return std::nullopt;
-    }
-    // After "D-" the fields are HH[:MM[:SS]]; without days, MM, MM:SS or HH:MM:SS. Absent fields are 0.
-    const auto [a, b, c] = fields->value;
-    long long seconds = 0;
-    if (has_days || fields->count == 3) {
-        seconds = ((*days * 24 + a) * 60 + b) * 60 + c;
-    } else {
-        seconds = a * 60 + b;
-    }
-    const long long minutes = (seconds + 59) / 60;
-    return minutes == 0 || minutes >= k_unlimited ? k_unlimited : static_cast<int>(minutes);
-}
-
-std::string format_minutes(int minutes) {
-    if (minutes == k_unlimited) {
-        return "UNLIMITED";
-    }
-    const int days = minutes / 1440;
-    const int hours = minutes / 60 % 24;
-    const int mins = minutes % 60;
-    if (days > 0) {
-        return fmt::format("{}-{:02}:{:02}:00", days, hours, mins);
-    }
-    return fmt::format("{:02}:{:02}:00", hours, mins);
-}
-
 // The task's time limit, decided once per plan rather than once per pool.
 struct TimeLimit {
     std::optional<int> minutes; // nullopt: none asked for
@@ -136,13 +59,8 @@ TimeLimit time_limit_of(const TaskSpec& spec) {
     if (!spec.slurm.time) {
         return {};
     }
-    if (auto minutes = parse_slurm_minutes(*spec.slurm.time)) {
-        return {minutes, {}};
-    }
-    return {
-        std::nullopt,
-        fmt::format("time limit '{}' is not a slurm time (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)",
-                    *spec.slurm.time)};
+    auto minutes = parse_slurm_time_minutes(*spec.slurm.time);
+    return minutes ? TimeLimit{*minutes, {}} : TimeLimit{std::nullopt, minutes.error()};
 }
 
 // ---- Per-option facts that do not depend on the pool -------------------------------------------------
@@ -263,8 +181,8 @@ std::string pool_mismatch(const Candidate& c, const TaskSpec& spec, BackendKind 
             return time.error;
         }
         if (time.minutes && pool.max_time_minutes && *time.minutes > *pool.max_time_minutes) {
-            return fmt::format("time limit {} exceeds partition limit {}", format_minutes(*time.minutes),
-                               format_minutes(*pool.max_time_minutes));
+            return fmt::format("time limit {} exceeds partition limit {}", format_slurm_time(*time.minutes),
+                               format_slurm_time(*pool.max_time_minutes));
         }
     }
     return {};

@@ -254,6 +254,9 @@ std::string format_slurm_time(int minutes) {
     int days = minutes / (24 * 60);
     int hours = (minutes / 60) % 24;
     int mins = minutes % 60;
+    if (days == 0) {
+        return fmt::format("{:02}:{:02}:00", hours, mins);
+    }
     return fmt::format("{}-{:02}:{:02}:00", days, hours, mins);
 }
 

@@ -32,7 +32,7 @@ std::string reason_for(const TaskSpec& spec, const Resources& resources, Backend
 
 } // namespace
 
-TEST_CASE("a plain task is supported on every backend kind") {
+TEST_CASE("backend support: a plain task is supported on every backend kind") {
     TaskSpec spec;
     spec.resources.accelerators = {{"H100", 8}};
     spec.resources.cpus = Quantity{8, true};
@@ -43,7 +43,7 @@ TEST_CASE("a plain task is supported on every backend kind") {
     }
 }
 
-TEST_CASE("use_spot is refused everywhere with the backend named") {
+TEST_CASE("backend support: use_spot is refused everywhere with the backend named") {
     TaskSpec spec;
     spec.resources.use_spot = true;
     CHECK(reason_for(spec, spec.resources, BackendKind::local, "resources.use_spot") ==
@@ -54,7 +54,7 @@ TEST_CASE("use_spot is refused everywhere with the backend named") {
           "not supported on k8s: k8s has no spot capacity");
 }
 
-TEST_CASE("image_id runs only on kubernetes") {
+TEST_CASE("backend support: image_id runs only on kubernetes") {
     TaskSpec spec;
     // emplace, not `=`: GCC 12 at -O2 warns (falsely) maybe-uninitialized on optional<string> = literal.
     spec.resources.image_id.emplace("nvcr.io/nvidia/pytorch:24.01-py3");
@@ -65,7 +65,7 @@ TEST_CASE("image_id runs only on kubernetes") {
     CHECK(unsupported_fields(spec, spec.resources, BackendKind::kubernetes).empty());
 }
 
-TEST_CASE("ports are refused on slurm only") {
+TEST_CASE("backend support: ports are refused on slurm only") {
     TaskSpec spec;
     spec.resources.ports = {"8080"};
     CHECK(fields_of(unsupported_fields(spec, spec.resources, BackendKind::slurm)) ==
@@ -76,7 +76,7 @@ TEST_CASE("ports are refused on slurm only") {
     CHECK(unsupported_fields(spec, spec.resources, BackendKind::kubernetes).empty());
 }
 
-TEST_CASE("labels are honoured by kubernetes only") {
+TEST_CASE("backend support: labels are honoured by kubernetes only") {
     TaskSpec spec;
     spec.resources.labels = {{"team", "vision"}};
     CHECK(fields_of(unsupported_fields(spec, spec.resources, BackendKind::slurm)) ==
@@ -86,7 +86,7 @@ TEST_CASE("labels are honoured by kubernetes only") {
     CHECK(unsupported_fields(spec, spec.resources, BackendKind::kubernetes).empty());
 }
 
-TEST_CASE("disk_size maps to ephemeral storage and --tmp, not to the local machine") {
+TEST_CASE("backend support: disk_size maps to ephemeral storage and --tmp, not to the local machine") {
     TaskSpec spec;
     spec.resources.disk_size_gb = 200;
     CHECK(unsupported_fields(spec, spec.resources, BackendKind::kubernetes).empty());
@@ -97,7 +97,7 @@ TEST_CASE("disk_size maps to ephemeral storage and --tmp, not to the local machi
                Catch::StartsWith("not supported on local: "));
 }
 
-TEST_CASE("fractional GPUs need kubernetes") {
+TEST_CASE("backend support: fractional GPUs need kubernetes") {
     TaskSpec spec;
     spec.resources.accelerators = {{"A100", 0.5}};
     CHECK(unsupported_fields(spec, spec.resources, BackendKind::kubernetes).empty());
@@ -117,7 +117,7 @@ TEST_CASE("fractional GPUs need kubernetes") {
     }
 }
 
-TEST_CASE("more than one node is refused on local only") {
+TEST_CASE("backend support: more than one node is refused on local only") {
     TaskSpec spec;
     spec.num_nodes = 2;
     CHECK(unsupported_fields(spec, spec.resources, BackendKind::slurm).empty());
@@ -129,7 +129,7 @@ TEST_CASE("more than one node is refused on local only") {
     CHECK(unsupported_fields(spec, spec.resources, BackendKind::local).empty());
 }
 
-TEST_CASE("file_mounts are not supported anywhere yet") {
+TEST_CASE("backend support: file_mounts are not supported anywhere yet") {
     TaskSpec spec;
     spec.file_mounts["/data"] = "s3://bucket/data";
     CHECK(reason_for(spec, spec.resources, BackendKind::local, "file_mounts") ==
@@ -140,7 +140,7 @@ TEST_CASE("file_mounts are not supported anywhere yet") {
           "not supported on k8s: file_mounts are not supported on k8s yet");
 }
 
-TEST_CASE("settings addressed to one backend are ignored by the others") {
+TEST_CASE("backend support: settings addressed to one backend are ignored by the others") {
     TaskSpec spec;
     spec.kubernetes.namespace_name.emplace("ml");
     spec.kubernetes.queue.emplace("team-a");
@@ -153,7 +153,7 @@ TEST_CASE("settings addressed to one backend are ignored by the others") {
     }
 }
 
-TEST_CASE("every unsupported field is reported, in table order, each naming the backend") {
+TEST_CASE("backend support: every unsupported field is reported, in table order, each naming the backend") {
     TaskSpec spec;
     spec.num_nodes = 4;
     spec.resources.use_spot = true;
