@@ -121,9 +121,6 @@ Result<ProcessId> spawn_detached(const SpawnRequest& request) {
         return fail(ErrorKind::internal, fmt::format("cannot start the job: fork: {}", std::strerror(errno)));
     }
     if (middle == 0) {
-        if (setsid() < 0) {
-            child_fail(err_pipe[1], "setsid");
-        }
         pid_t job = fork();
         if (job < 0) {
             child_fail(err_pipe[1], "fork");
@@ -131,6 +128,10 @@ Result<ProcessId> spawn_detached(const SpawnRequest& request) {
         if (job > 0) {
             (void)!write(pid_pipe[1], &job, sizeof job);
             _exit(0);
+        }
+        // The job itself leads the new session, so its pid is its process group id: cancel signals -pid.
+        if (setsid() < 0) {
+            child_fail(err_pipe[1], "setsid");
         }
         int in = open("/dev/null", O_RDONLY);
         int out = open(request.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);

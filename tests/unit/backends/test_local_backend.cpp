@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -32,7 +33,7 @@ struct TempDir {
 
 TaskSpec task(std::string run, std::string setup = {}) {
     TaskSpec spec;
-    spec.name = "t";
+    spec.name.assign(1, 't'); // not `= "t"`: GCC 12 at -O2 warns (falsely) -Wrestrict on that
     spec.run = std::move(run);
     spec.setup = std::move(setup);
     return spec;
@@ -101,22 +102,30 @@ TEST_CASE("cancel stops the whole process group, even a child ignoring TERM") {
     settings.cancel_grace = 300ms;
     local::LocalBackend backend("local", dir.path.string(), settings);
     // The job starts a grandchild that ignores TERM; only KILL stops it.
-    auto spec = task("bash -c \"trap '' TERM; sleep 60\" & wait");
+    auto spec = task("bash -c \"trap '' TERM; sleep 60\" & echo $! > child.pid; wait");
     spec.workdir = dir.path.string();
     auto job = submitted(backend, spec, 1);
     std::this_thread::sleep_for(300ms);
     auto running = backend.refresh({job});
     REQUIRE(running);
     CHECK(running->front().state == JobState::running);
+    int pgid = 0;
+    std::ifstream(dir.path / "jobs/1/pid") >> pgid;
+    REQUIRE(pgid > 0);
+    CHECK(::getpgid(pgid) == pgid); // the job leads its own process group
+    int child = 0;
+    std::ifstream(dir.path / "child.pid") >> child;
+    REQUIRE(child > 0);
+    auto child_ticks = local::start_ticks_of(child);
+    REQUIRE(child_ticks);
+    REQUIRE(local::is_alive({child, *child_ticks}));
+
     REQUIRE(backend.cancel(job));
     auto after = backend.refresh({job});
     REQUIRE(after);
     CHECK(after->front().state == JobState::cancelled);
-    std::ifstream pid_file(dir.path / "jobs/1/pid");
-    int pgid = 0;
-    pid_file >> pgid;
-    REQUIRE(pgid > 0);
     CHECK_FALSE(local::group_alive(pgid));
+    CHECK_FALSE(local::is_alive({child, *child_ticks}));
 }
 
 TEST_CASE("a job whose process vanished without an exit code is FAILED with a reason") {
