@@ -1,1 +1,187 @@
-// placeholder: being written
+// CurlHttpClient: the retry loop and the pool of reusable easy handles. One attempt on one handle lives in
+// curl_exchange.cpp; the decisions (classification, messages, backoff) in http_policy.cpp.
+
+#include "net/http_client.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <exception>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "core/redact.hpp"
+#include "net/curl_exchange.hpp"
+#include "net/http_policy.hpp"
+
+namespace tandem::net {
+
+std::optional<std::string_view> HttpResponse::header(std::string_view name) const {
+    for (const auto& [key, value] : headers) {
+        if (key.size() == name.size() &&
+            std::equal(key.begin(), key.end(), name.begin(), [](char stored, char asked) {
+                return stored == std::tolower(static_cast<unsigned char>(asked));
+            })) {
+            return std::string_view(value);
+        }
+    }
+    return std::nullopt;
+}
+
+namespace {
+
+CURLcode global_init() {
+    static std::once_flag once;
+    static CURLcode result = CURLE_OK;
+    std::call_once(once, [] { result = curl_global_init(CURL_GLOBAL_DEFAULT); });
+    return result;
+}
+
+double unit_random() {
+    thread_local std::mt19937 rng{std::random_device{}()};
+    return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+}
+
+std::string describe_headers(const Headers& headers) {
+    std::string out;
+    for (const auto& [name, value] : headers) {
+        out += fmt::format("{}{}: {}", out.empty() ? "" : ", ", name,
+                           is_credential_header(name) ? std::string(k_redacted) : value);
+    }
+    return out;
+}
+
+Error internal_error(const HttpRequest& request, std::string_view what) {
+    const std::string message =
+        fmt::format("{} {} failed: {}", request.method, parse_target(request.url).host_port, what);
+    return Error{ErrorKind::internal, redact(message, credential_values(request.headers)), {}};
+}
+
+} // namespace
+
+struct CurlHttpClient::Impl {
+    TlsSettings tls;
+    RetryPolicy retry;
+    CURLcode init_result = CURLE_OK;
+    std::atomic<long> connections{0};
+    std::function<void(std::string_view)> debug;
+    std::mutex mutex;
+    std::vector<CURL*> idle; // most recently used last: its connection is the warmest
+
+    CURL* acquire() {
+        {
+            std::lock_guard lock(mutex);
+            if (!idle.empty()) {
+                CURL* h = idle.back();
+                idle.pop_back();
+                return h;
+            }
+        }
+        return curl_easy_init();
+    }
+    void release(CURL* h) {
+        std::lock_guard lock(mutex);
+        idle.push_back(h);
+    }
+
+    void log(const HttpRequest& request, const detail::AttemptResult& r, int attempt,
+             const std::vector<std::string>& secrets) const {
+        if (!debug) {
+            return;
+        }
+        const UrlTarget t = parse_target(request.url);
+        const char* connection = r.new_connections > 0 ? "new" : r.response.status != 0 ? "reused" : "no";
+        const std::string outcome =
+            r.failure ? fmt::format("{}: {}", to_string(r.failure->error.kind), r.failure->error.message)
+                      : fmt::format("HTTP {}", r.response.status);
+        debug(redact(fmt::format("http: {} {}{} [{}] attempt {} -> {} ({} ms, {} connection)", request.method,
+                                 t.host_port, t.path, describe_headers(request.headers), attempt, outcome,
+                                 r.elapsed.count(), connection),
+                     secrets));
+    }
+
+    // Runs attempts until one succeeds or the policy gives up. `attempt` performs one on a handle.
+    template <typename Attempt> Result<HttpResponse> run(const HttpRequest& request, Attempt&& attempt) {
+        const std::vector<std::string> secrets = credential_values(request.headers);
+        if (init_result != CURLE_OK) {
+            return tl::unexpected(internal_error(request, curl_easy_strerror(init_result)));
+        }
+        for (int attempts = 1;; ++attempts) {
+            CURL* h = acquire();
+            if (h == nullptr) {
+                return tl::unexpected(internal_error(request, "cannot create a libcurl handle"));
+            }
+            detail::AttemptResult r = attempt(h, secrets);
+            release(h);
+            connections += r.new_connections;
+            log(request, r, attempts, secrets);
+            if (!r.failure) {
+                return std::move(r.response);
+            }
+            const auto delay = retry_delay(retry, request, *r.failure, attempts, unit_random());
+            if (!delay) {
+                return tl::unexpected(final_error(retry, *r.failure, attempts, secrets));
+            }
+            if (retry.sleep) {
+                retry.sleep(*delay);
+            } else {
+                std::this_thread::sleep_for(*delay);
+            }
+        }
+    }
+};
+
+CurlHttpClient::CurlHttpClient(TlsSettings tls, RetryPolicy retry) : m_impl(std::make_unique<Impl>()) {
+    m_impl->tls = std::move(tls);
+    m_impl->retry = std::move(retry);
+    m_impl->retry.max_attempts = std::max(1, m_impl->retry.max_attempts);
+    m_impl->init_result = global_init();
+}
+
+CurlHttpClient::~CurlHttpClient() {
+    for (CURL* h : m_impl->idle) {
+        curl_easy_cleanup(h);
+    }
+}
+
+long CurlHttpClient::connections_opened() const {
+    return m_impl->connections.load();
+}
+
+void CurlHttpClient::set_debug_sink(std::function<void(std::string_view)> sink) {
+    m_impl->debug = std::move(sink);
+}
+
+Result<HttpResponse> CurlHttpClient::request(const HttpRequest& request) {
+    try {
+        return m_impl->run(request, [&](CURL* h, const std::vector<std::string>& secrets) {
+            return detail::perform_attempt(h, m_impl->tls, request, nullptr, nullptr, secrets);
+        });
+    } catch (const std::exception& e) {
+        return tl::unexpected(internal_error(request, e.what()));
+    } catch (...) {
+        return tl::unexpected(internal_error(request, "unknown exception"));
+    }
+}
+
+Status CurlHttpClient::stream(const HttpRequest& request,
+                              const std::function<bool(std::string_view)>& on_chunk, HttpResponse* head) {
+    try {
+        auto result = m_impl->run(request, [&](CURL* h, const std::vector<std::string>& secrets) {
+            return detail::perform_attempt(h, m_impl->tls, request, &on_chunk, head, secrets);
+        });
+        if (!result) {
+            return tl::unexpected(std::move(result.error()));
+        }
+        return {};
+    } catch (const std::exception& e) {
+        return tl::unexpected(internal_error(request, e.what()));
+    } catch (...) {
+        return tl::unexpected(internal_error(request, "unknown exception"));
+    }
+}
+
+} // namespace tandem::net

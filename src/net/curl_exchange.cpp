@@ -1,0 +1,376 @@
+#include "net/curl_exchange.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <exception>
+
+#include <fmt/format.h>
+
+namespace tandem::net::detail {
+
+namespace {
+
+// Bodies of refused streams are kept only for the error message.
+constexpr std::size_t k_max_error_body = std::size_t{64} * 1024;
+
+AttemptFailure failed(ErrorKind kind, std::string message, bool sent, bool delivered = false) {
+    return AttemptFailure{Error{kind, std::move(message), {}}, sent, delivered, std::nullopt};
+}
+
+bool deliverable(int status, const std::vector<int>& pass_statuses) {
+    return (status >= 200 && status <= 299) ||
+           std::find(pass_statuses.begin(), pass_statuses.end(), status) != pass_statuses.end();
+}
+
+// State the libcurl callbacks share with the attempt.
+struct Exchange {
+    const HttpRequest* request = nullptr;
+    const ChunkSink* on_chunk = nullptr;
+    HttpResponse* head = nullptr;
+    HttpResponse response;
+    std::string reason;
+    std::string error_body;
+    bool head_published = false;
+    bool consumer_stopped = false;
+    bool data_delivered = false;
+    std::string consumer_error;
+
+    void publish_head() {
+        if (head != nullptr && !head_published) {
+            head->status = response.status;
+            head->headers = response.headers;
+            head->body.clear();
+        }
+        head_published = true;
+    }
+};
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+        s.remove_prefix(1);
+    }
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
+        s.remove_suffix(1);
+    }
+    return s;
+}
+
+std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) noexcept {
+    auto* ex = static_cast<Exchange*>(user);
+    const std::size_t n = size * count;
+    const std::string_view line = trim(std::string_view(data, n));
+    try {
+        if (line.starts_with("HTTP/")) { // a new response (after 100 Continue): forget the previous one
+            ex->response.headers.clear();
+            const auto sp = line.find(' ');
+            const std::string_view rest = sp == std::string_view::npos ? "" : line.substr(sp + 1);
+            ex->response.status = rest.size() >= 3 ? std::atoi(std::string(rest.substr(0, 3)).c_str()) : 0;
+            ex->reason = rest.size() > 4 ? std::string(trim(rest.substr(4))) : std::string();
+        } else if (const auto colon = line.find(':'); colon != std::string_view::npos && colon > 0) {
+            std::string name(trim(line.substr(0, colon)));
+            std::transform(name.begin(), name.end(), name.begin(),
+                           [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+            ex->response.headers.emplace_back(std::move(name), std::string(trim(line.substr(colon + 1))));
+        }
+    } catch (...) {
+        return 0; // out of memory: abort the transfer
+    }
+    return n;
+}
+
+std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user) noexcept {
+    auto* ex = static_cast<Exchange*>(user);
+    const std::size_t n = size * count;
+    try {
+        if (ex->on_chunk == nullptr) {
+            ex->response.body.append(data, n);
+            return n;
+        }
+        if (!deliverable(ex->response.status, ex->request->pass_statuses)) {
+            ex->error_body.append(
+                data, std::min(n, k_max_error_body - std::min(k_max_error_body, ex->error_body.size())));
+            return n;
+        }
+        ex->publish_head();
+        ex->data_delivered = true;
+        if (!(*ex->on_chunk)(std::string_view(data, n))) {
+            ex->consumer_stopped = true;
+            return 0; // makes curl_easy_perform return CURLE_WRITE_ERROR, which we treat as a clean end
+        }
+        return n;
+    } catch (const std::exception& e) {
+        ex->consumer_error = e.what();
+    } catch (...) {
+        ex->consumer_error = "unknown exception";
+    }
+    return 0;
+}
+
+class HeaderList {
+public:
+    HeaderList() = default;
+    HeaderList(const HeaderList&) = delete;
+    HeaderList& operator=(const HeaderList&) = delete;
+    ~HeaderList() { curl_slist_free_all(m_list); }
+
+    bool add(const std::string& line) {
+        curl_slist* next = curl_slist_append(m_list, line.c_str());
+        if (next == nullptr) {
+            return false;
+        }
+        m_list = next;
+        return true;
+    }
+    curl_slist* get() const { return m_list; }
+
+private:
+    curl_slist* m_list = nullptr;
+};
+
+// Trust and identity. Given a CA, trust only it (not the system bundle), as kubectl does.
+CURLcode configure_tls(CURL* h, const TlsSettings& tls) {
+    CURLcode rc = CURLE_OK;
+    auto set = [&](CURLoption option, auto value) {
+        if (rc == CURLE_OK) {
+            rc = curl_easy_setopt(h, option, value);
+        }
+    };
+    auto blob_of = [](const std::string& pem) {
+        return curl_blob{const_cast<char*>(pem.data()), pem.size(), CURL_BLOB_NOCOPY}; // lives in the client
+    };
+    if (!tls.ca_file.empty() || !tls.ca_pem.empty()) {
+        set(CURLOPT_CAPATH, static_cast<const char*>(nullptr));
+        set(CURLOPT_CAINFO, tls.ca_file.empty() ? static_cast<const char*>(nullptr) : tls.ca_file.c_str());
+    }
+    curl_blob ca = blob_of(tls.ca_pem), cert = blob_of(tls.client_cert_pem),
+              key = blob_of(tls.client_key_pem);
+    if (!tls.ca_pem.empty()) {
+        set(CURLOPT_CAINFO_BLOB, &ca);
+    }
+    if (!tls.client_cert_pem.empty()) {
+        set(CURLOPT_SSLCERT_BLOB, &cert);
+    } else if (!tls.client_cert_file.empty()) {
+        set(CURLOPT_SSLCERT, tls.client_cert_file.c_str());
+    }
+    if (!tls.client_cert_pem.empty() || !tls.client_cert_file.empty()) {
+        set(CURLOPT_SSLCERTTYPE, "PEM");
+    }
+    if (!tls.client_key_pem.empty()) {
+        set(CURLOPT_SSLKEY_BLOB, &key);
+    } else if (!tls.client_key_file.empty()) {
+        set(CURLOPT_SSLKEY, tls.client_key_file.c_str());
+    }
+    if (!tls.client_key_pem.empty() || !tls.client_key_file.empty()) {
+        set(CURLOPT_SSLKEYTYPE, "PEM");
+    }
+    if (tls.insecure_skip_verify) {
+        set(CURLOPT_SSL_VERIFYPEER, 0L);
+        set(CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    return rc;
+}
+
+CURLcode configure(CURL* h, const HttpRequest& req, Exchange& ex, HeaderList& headers, char* errbuf) {
+    CURLcode rc = CURLE_OK;
+    auto set = [&](CURLoption option, auto value) {
+        if (rc == CURLE_OK) {
+            rc = curl_easy_setopt(h, option, value);
+        }
+    };
+    set(CURLOPT_URL, req.url.c_str());
+    set(CURLOPT_NOSIGNAL, 1L);
+    set(CURLOPT_ERRORBUFFER, errbuf);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    set(CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+    set(CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+    set(CURLOPT_FOLLOWLOCATION, 0L);
+    set(CURLOPT_TCP_KEEPALIVE, 1L);
+    set(CURLOPT_ACCEPT_ENCODING, ""); // whatever this libcurl can decode
+    set(CURLOPT_USERAGENT, "tandem");
+    set(CURLOPT_TIMEOUT_MS, static_cast<long>(req.timeout.count()));
+    set(CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(req.connect_timeout.count()));
+    set(CURLOPT_HEADERFUNCTION, &on_header);
+    set(CURLOPT_HEADERDATA, static_cast<void*>(&ex));
+    set(CURLOPT_WRITEFUNCTION, &on_body);
+    set(CURLOPT_WRITEDATA, static_cast<void*>(&ex));
+    if (req.method == "HEAD") {
+        set(CURLOPT_NOBODY, 1L);
+    } else if (req.method == "POST" || !req.body.empty()) {
+        set(CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
+        set(CURLOPT_POSTFIELDS, req.body.data());
+    }
+    if (req.method != "GET" && req.method != "POST" && req.method != "HEAD") {
+        set(CURLOPT_CUSTOMREQUEST, req.method.c_str());
+    } else if (req.method == "GET" && !req.body.empty()) {
+        set(CURLOPT_CUSTOMREQUEST, "GET");
+    }
+    bool ok = headers.add("Expect:"); // no 100-continue round trip before bodies
+    for (const auto& [name, value] : req.headers) {
+        const std::string_view v = trim(value); // a token read from a file often ends in a newline
+        ok = ok && headers.add(v.empty() ? fmt::format("{};", name) : fmt::format("{}: {}", name, v));
+    }
+    if (!req.content_type.empty()) {
+        ok = ok && headers.add(fmt::format("Content-Type: {}", req.content_type));
+    }
+    set(CURLOPT_HTTPHEADER, headers.get());
+    return ok ? rc : CURLE_OUT_OF_MEMORY;
+}
+
+// A line break inside a header would let a value add headers of its own; refuse before sending.
+std::optional<std::string> bad_header(const HttpRequest& req) {
+    auto breaks = [](std::string_view s) { return s.find_first_of("\r\n") != std::string_view::npos; };
+    for (const auto& [name, value] : req.headers) {
+        if (name.empty() || breaks(name) || name.find(':') != std::string::npos || breaks(trim(value))) {
+            return name; // never the value: it may be a credential
+        }
+    }
+    if (breaks(req.content_type)) {
+        return std::string("Content-Type");
+    }
+    return std::nullopt;
+}
+
+AttemptFailure transport_failure(CURLcode code, const HttpRequest& req, std::string_view detail,
+                                 bool request_sent) {
+    const UrlTarget t = parse_target(req.url);
+    const std::string what = fmt::format("{} {}", req.method, t.path);
+    auto failure = [&](ErrorKind kind, std::string message, bool sent, std::string hint = {}) {
+        return AttemptFailure{Error{kind, std::move(message), std::move(hint)}, sent, false, std::nullopt};
+    };
+    switch (code) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_SSL_CONNECT_ERROR:
+        return failure(ErrorKind::unavailable,
+                       fmt::format("cannot reach {} ({}): {}", t.host_port, what, detail), false);
+    case CURLE_OPERATION_TIMEDOUT:
+        if (!request_sent) { // whichever limit is shorter ended the connect phase
+            const auto limit =
+                req.timeout.count() > 0 ? std::min(req.timeout, req.connect_timeout) : req.connect_timeout;
+            return failure(
+                ErrorKind::timeout,
+                fmt::format("cannot connect to {} ({}) within {} ms", t.host_port, what, limit.count()),
+                false);
+        }
+        return failure(
+            ErrorKind::timeout,
+            fmt::format("{} did not answer {} within {} ms", t.host_port, what, req.timeout.count()), true);
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+        return failure(ErrorKind::unavailable,
+                       fmt::format("connection to {} broke during {}: {}", t.host_port, what, detail), true);
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+        return failure(ErrorKind::config,
+                       fmt::format("TLS with {} failed ({}): {}", t.host_port, what, detail), false,
+                       "check the cluster's CA certificate and client certificate/key settings");
+    case CURLE_URL_MALFORMAT:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+        return failure(ErrorKind::config, fmt::format("bad URL for {}: {}", t.host_port, detail), false);
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_BAD_CONTENT_ENCODING:
+        return failure(ErrorKind::remote,
+                       fmt::format("{} sent an unreadable answer to {}: {}", t.host_port, what, detail),
+                       true);
+    default:
+        return failure(ErrorKind::internal, fmt::format("{} to {} failed: {}", what, t.host_port, detail),
+                       true);
+    }
+}
+
+} // namespace
+
+AttemptResult perform_attempt(CURL* h, const TlsSettings& tls, const HttpRequest& request,
+                              const ChunkSink* on_chunk, HttpResponse* head,
+                              const std::vector<std::string>& secrets) {
+    AttemptResult result;
+    Exchange ex;
+    ex.request = &request;
+    ex.on_chunk = on_chunk;
+    ex.head = head;
+    HeaderList headers;
+    std::array<char, CURL_ERROR_SIZE> errbuf{};
+
+    if (auto name = bad_header(request)) {
+        result.failure =
+            failed(ErrorKind::config,
+                   fmt::format("header '{}' for {} is malformed (empty name, colon or line break)", *name,
+                               parse_target(request.url).host_port),
+                   false);
+        return result;
+    }
+    curl_easy_reset(h);
+    if (CURLcode rc = configure(h, request, ex, headers, errbuf.data()); rc != CURLE_OK) {
+        result.failure = failed(ErrorKind::internal,
+                                fmt::format("cannot set up {} {}: {}", request.method,
+                                            parse_target(request.url).host_port, curl_easy_strerror(rc)),
+                                false);
+        return result;
+    }
+    if (CURLcode rc = configure_tls(h, tls); rc != CURLE_OK) {
+        result.failure = failed(ErrorKind::config,
+                                fmt::format("this libcurl cannot use the TLS settings for {}: {}",
+                                            parse_target(request.url).host_port, curl_easy_strerror(rc)),
+                                false);
+        return result;
+    }
+
+    const auto start = std::chrono::steady_clock::now();
+    const CURLcode code = curl_easy_perform(h);
+    result.elapsed =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    long connects = 0, request_size = 0, status = 0;
+    curl_off_t pretransfer_us = 0;
+    curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
+    curl_easy_getinfo(h, CURLINFO_REQUEST_SIZE, &request_size);
+    curl_easy_getinfo(h, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    // Counted as sent once the connection was ready to send: a doubtful case must not be repeated.
+    const bool request_sent = request_size > 0 || pretransfer_us > 0;
+    result.new_connections = connects;
+    if (status != 0) {
+        ex.response.status = static_cast<int>(status);
+    }
+    if (head != nullptr && ex.response.status != 0) {
+        ex.publish_head();
+    }
+
+    if (!ex.consumer_error.empty()) {
+        result.failure = failed(ErrorKind::internal,
+                                "the consumer of a stream from " + parse_target(request.url).host_port +
+                                    " failed: " + ex.consumer_error,
+                                true, true);
+    } else if (ex.consumer_stopped) {
+        // A clean end chosen by the consumer; curl reports it as a write error.
+    } else if (code != CURLE_OK) {
+        const std::string detail = errbuf[0] != '\0' ? std::string(errbuf.data()) : curl_easy_strerror(code);
+        result.failure = transport_failure(code, request, detail, request_sent);
+        result.failure->data_delivered = ex.data_delivered;
+    } else if (!deliverable(ex.response.status, request.pass_statuses)) {
+        const std::string& body = on_chunk != nullptr ? ex.error_body : ex.response.body;
+        AttemptFailure failure{status_error(request, ex.response.status, ex.reason, body, secrets), true,
+                               false, std::nullopt};
+        if (ex.response.status == 429 || ex.response.status == 503) {
+            if (auto value = ex.response.header("retry-after")) {
+                failure.retry_after = parse_retry_after(*value, std::chrono::system_clock::now());
+            }
+        }
+        result.failure = std::move(failure);
+    }
+    result.response = std::move(ex.response);
+    return result;
+}
+
+} // namespace tandem::net::detail

@@ -1,0 +1,34 @@
+#pragma once
+// One attempt of one HTTP exchange on one libcurl easy handle (internal to tandem_net). The handle is
+// reset and configured afresh for every attempt; curl_easy_reset keeps the handle's live connections,
+// DNS cache and TLS session cache, which is what makes reuse across requests work.
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <curl/curl.h>
+
+#include "net/http_client.hpp"
+#include "net/http_policy.hpp"
+
+namespace tandem::net::detail {
+
+using ChunkSink = std::function<bool(std::string_view)>;
+
+struct AttemptResult {
+    std::optional<AttemptFailure> failure; // empty: success (or a stream its consumer ended)
+    HttpResponse response;                 // status and headers; the body only when not streaming
+    long new_connections = 0;              // CURLINFO_NUM_CONNECTS of this attempt
+    std::chrono::milliseconds elapsed{0};
+};
+
+// Streaming when on_chunk is given: 2xx (and pass_statuses) bodies go to it, `head` is filled first.
+AttemptResult perform_attempt(CURL* handle, const TlsSettings& tls, const HttpRequest& request,
+                              const ChunkSink* on_chunk, HttpResponse* head,
+                              const std::vector<std::string>& secrets);
+
+} // namespace tandem::net::detail

@@ -1,0 +1,71 @@
+#pragma once
+// The decisions of the HTTP layer, kept apart from libcurl so they read (and test) as plain functions:
+// how a status is classified, what an error message says, which credential values are redacted, and
+// when and after how long a failed attempt is retried.
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.hpp"
+#include "net/http_client.hpp"
+
+namespace tandem::net {
+
+// What an error message may say about a URL: never its user-info, query or fragment.
+struct UrlTarget {
+    std::string scheme;    // "https"; "http" when the URL has none
+    std::string host_port; // "api.example.org:6443", default port filled in
+    std::string path;      // "/api/v1/pods", "/" when empty
+};
+UrlTarget parse_target(std::string_view url);
+
+// Headers whose values are credentials: Authorization, Proxy-Authorization, X-SLURM-USER-TOKEN, Cookie.
+bool is_credential_header(std::string_view name);
+// The secret values of a request's headers: each whole value and, for "Scheme token", the token alone
+// (servers echo either).
+std::vector<std::string> credential_values(const Headers& headers);
+
+// Classification of a non-2xx status: 401/403 unauthorized, 404 not_found, 408/504 timeout,
+// 429/5xx unavailable, anything else remote.
+ErrorKind classify_status(int status);
+std::string_view standard_reason(int status);
+
+// A single line, at most max_chars bytes (cut on a UTF-8 boundary, "..." appended), control characters
+// folded to spaces. A JSON body's own message (Kubernetes Status `message`, Slurm `errors[0]`) is preferred.
+std::string body_excerpt(std::string_view body, std::size_t max_chars = 200);
+
+// Retry-After as delay-seconds or an HTTP-date; nothing when unparsable.
+std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view value,
+                                                           std::chrono::system_clock::time_point now);
+
+// Exponential backoff with "equal jitter": for the n-th retry (n >= 1), d = min(max, base * 2^(n-1)),
+// and the delay is d/2 + unit_random * d/2, unit_random in [0, 1).
+std::chrono::milliseconds backoff_delay(const RetryPolicy& policy, int retry_number, double unit_random);
+
+// One failed attempt as the retry loop sees it.
+struct AttemptFailure {
+    Error error;
+    bool request_sent = true;    // false: failed before any byte of the request could reach the server
+    bool data_delivered = false; // a stream already handed pieces to its consumer
+    std::optional<std::chrono::milliseconds> retry_after;
+};
+
+// How long to wait before the next attempt, or nothing to give up. attempts_done counts the failed one.
+std::optional<std::chrono::milliseconds> retry_delay(const RetryPolicy& policy, const HttpRequest& request,
+                                                     const AttemptFailure& failure, int attempts_done,
+                                                     double unit_random);
+
+// "<host:port> answered HTTP 401 Unauthorized to GET /path: <excerpt>". The body is redacted before it
+// is cut, so a secret cannot leak half-cut past the redaction.
+Error status_error(const HttpRequest& request, int status, std::string_view reason, std::string_view body,
+                   const std::vector<std::string>& secrets);
+
+// The error returned after the last attempt: attempt count appended, message and hint redacted.
+Error final_error(const RetryPolicy& policy, const AttemptFailure& failure, int attempts,
+                  const std::vector<std::string>& secrets);
+
+} // namespace tandem::net

@@ -1,0 +1,329 @@
+// CurlHttpClient against a scripted loopback server: requests arrive intact, failures are classified
+// with one-line redacted messages, retries follow the policy, streams are incremental, and sequential
+// requests share one connection.
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "net/http_client.hpp"
+#include "test_server.hpp"
+
+using namespace tandem;
+using namespace tandem::net;
+using namespace tandem::net::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Records the waits between attempts instead of sleeping.
+struct Sleeps {
+    std::vector<std::chrono::milliseconds> calls;
+    RetryPolicy policy() {
+        RetryPolicy p;
+        p.sleep = [this](std::chrono::milliseconds d) { calls.push_back(d); };
+        return p;
+    }
+};
+
+HttpRequest get(const std::string& url, bool idempotent = true) {
+    HttpRequest r;
+    r.url = url;
+    r.idempotent = idempotent;
+    return r;
+}
+
+const Error& error_of(const Result<HttpResponse>& r) {
+    REQUIRE_FALSE(r);
+    return r.error();
+}
+
+// A port nobody listens on: bound, never listened, then closed.
+int closed_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    ::close(fd);
+    return ntohs(addr.sin_port);
+}
+
+} // namespace
+
+TEST_CASE("GET sends headers and returns status, lowercased headers and the exact body") {
+    TestServer server;
+    const std::string body("line one\nline two\0binary", 24);
+    server.then(reply(200, body, {{"X-Reply-Header", "Yes"}, {"Content-Type", "text/plain"}}));
+    CurlHttpClient client;
+    auto req = get(server.url("/api/v1/things?limit=5"));
+    req.headers = {{"X-Custom", "value with spaces"}, {"Accept", "application/json"}};
+    auto res = client.request(req);
+    INFO((res ? "" : res.error().message));
+    REQUIRE(res);
+    CHECK(res->status == 200);
+    CHECK(res->body == body);
+    CHECK(res->header("x-reply-header") == "Yes");
+    CHECK(res->header("X-REPLY-HEADER") == "Yes");
+    CHECK(std::any_of(res->headers.begin(), res->headers.end(),
+                      [](auto& h) { return h.first == "content-type"; }));
+    const auto got = server.requests();
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].method == "GET");
+    CHECK(got[0].target == "/api/v1/things?limit=5");
+    CHECK(got[0].header("x-custom") == "value with spaces");
+    CHECK(got[0].header("accept") == "application/json");
+    CHECK(got[0].body.empty());
+}
+
+TEST_CASE("POST, PUT, PATCH and DELETE carry their method, content type and body") {
+    TestServer server;
+    const std::string json =
+        R"({"job":{"name":"train","environment":{"A":"1"}},"script":"#!/bin/bash\necho hi\n"})";
+    for (int i = 0; i < 4; ++i) {
+        server.then(reply(200, R"({"ok":true})", {{"Content-Type", "application/json"}}));
+    }
+    CurlHttpClient client;
+    for (std::string method : {"POST", "PUT", "PATCH", "DELETE"}) {
+        HttpRequest req;
+        req.method = method;
+        req.url = server.url("/slurm/v0.0.38/job/submit");
+        req.content_type = method == "PATCH" ? "application/merge-patch+json" : "application/json";
+        req.body = method == "DELETE" ? "" : json;
+        auto res = client.request(req);
+        INFO(method << ": " << (res ? "" : res.error().message));
+        REQUIRE(res);
+        CHECK(res->body == R"({"ok":true})");
+    }
+    const auto got = server.requests();
+    REQUIRE(got.size() == 4);
+    CHECK(got[0].method == "POST");
+    CHECK(got[0].body == json);
+    CHECK(got[0].header("content-type") == "application/json");
+    CHECK(got[0].header("content-length") == std::to_string(json.size()));
+    CHECK_FALSE(got[0].header("expect"));
+    CHECK(got[1].method == "PUT");
+    CHECK(got[1].body == json);
+    CHECK(got[2].method == "PATCH");
+    CHECK(got[2].header("content-type") == "application/merge-patch+json");
+    CHECK(got[3].method == "DELETE");
+    CHECK(got[3].body.empty());
+}
+
+TEST_CASE("header values are trimmed, and a line break inside one is refused without showing it") {
+    TestServer server;
+    server.then(reply(200, "ok"));
+    CurlHttpClient client;
+    auto req = get(server.url("/x"));
+    req.headers = {{"Authorization", "Bearer token-from-file\n"}};
+    REQUIRE(client.request(req));
+    REQUIRE(server.requests().size() == 1);
+    CHECK(server.requests()[0].header("authorization") == "Bearer token-from-file");
+
+    req.headers = {{"Authorization", "Bearer evil-secret\r\nX-Injected: 1"}};
+    const auto res = client.request(req);
+    const Error& e = error_of(res);
+    CHECK(e.kind == ErrorKind::config);
+    CHECK_THAT(e.message, Catch::Contains("'Authorization'") && !Catch::Contains("evil-secret"));
+    CHECK(server.requests().size() == 1); // nothing sent
+}
+
+TEST_CASE("401 is unauthorized, names host:port and never shows a credential") {
+    TestServer server;
+    const std::string token = "eyJhbGciOiJIUzI1NiJ9.slurm-jwt-secret";
+    const std::string bearer = "k8s-bearer-secret-123";
+    server.then(reply(401, "{\"errors\":[{\"error\":\"invalid token " + token +
+                               "\"}]}\n"
+                               "Authorization: Bearer " +
+                               bearer + "\n"));
+    std::vector<std::string> debug_lines;
+    CurlHttpClient client;
+    client.set_debug_sink([&](std::string_view line) { debug_lines.emplace_back(line); });
+    auto req = get(server.url("/slurm/v0.0.38/jobs?user_token=x"));
+    req.headers = {{"X-SLURM-USER-NAME", "alice"},
+                   {"X-SLURM-USER-TOKEN", token},
+                   {"Authorization", "Bearer " + bearer},
+                   {"Cookie", "session=cookie-secret-456"}};
+    const auto res = client.request(req);
+    const Error& e = error_of(res);
+    CHECK(e.kind == ErrorKind::unauthorized);
+    CHECK_THAT(e.message, Catch::Contains(server.host_port()));
+    CHECK_THAT(e.message, Catch::Contains("401"));
+    CHECK_THAT(e.message, Catch::Contains("invalid token <redacted>"));
+    CHECK_THAT(e.message, !Catch::Contains("user_token")); // no query string
+    CHECK(e.message.find('\n') == std::string::npos);
+    CHECK_FALSE(e.hint.empty());
+    REQUIRE_FALSE(debug_lines.empty());
+    for (const std::string& text : {e.message, e.hint, debug_lines.front()}) {
+        INFO(text);
+        CHECK_THAT(text,
+                   !Catch::Contains(token) && !Catch::Contains(bearer) && !Catch::Contains("cookie-secret"));
+    }
+    CHECK_THAT(debug_lines.front(), Catch::Contains("X-SLURM-USER-NAME: alice"));
+    CHECK(server.requests().size() == 1); // not retryable
+}
+
+TEST_CASE("404 is not_found unless the caller passes it through") {
+    TestServer server;
+    server.then(reply(404, R"({"kind":"Status","message":"jobs.batch \"train\" not found","code":404})"));
+    server.then(reply(404, "gone"));
+    CurlHttpClient client;
+    const auto res = client.request(get(server.url("/apis/batch/v1/namespaces/ns/jobs/train")));
+    const Error& e = error_of(res);
+    CHECK(e.kind == ErrorKind::not_found);
+    CHECK_THAT(e.message, Catch::Contains("jobs.batch \"train\" not found"));
+    CHECK_THAT(e.message, Catch::Contains("GET /apis/batch/v1/namespaces/ns/jobs/train"));
+
+    auto req = get(server.url("/again"));
+    req.pass_statuses = {404};
+    const auto passed = client.request(req);
+    REQUIRE(passed);
+    CHECK(passed->status == 404);
+    CHECK(passed->body == "gone");
+}
+
+TEST_CASE("503 is retried with backoff for idempotent requests only") {
+    TestServer server;
+    Sleeps sleeps;
+    CurlHttpClient client({}, sleeps.policy());
+
+    SECTION("idempotent GET: 503 then 200 succeeds") {
+        server.then(reply(503, "busy"));
+        server.then(reply(200, "fine"));
+        const auto res = client.request(get(server.url("/jobs")));
+        REQUIRE(res);
+        CHECK(res->body == "fine");
+        CHECK(server.requests().size() == 2);
+        REQUIRE(sleeps.calls.size() == 1);
+        CHECK(sleeps.calls[0] >= 100ms);
+        CHECK(sleeps.calls[0] <= 200ms);
+    }
+    SECTION("non-idempotent POST: 503 is returned at once") {
+        server.then(reply(503, "busy"));
+        server.then(reply(200, "would be a second submission"));
+        HttpRequest req = get(server.url("/job/submit"), false);
+        req.method = "POST";
+        req.body = "{}";
+        const auto res = client.request(req);
+        CHECK(error_of(res).kind == ErrorKind::unavailable);
+        CHECK(server.requests().size() == 1);
+        CHECK(sleeps.calls.empty());
+    }
+    SECTION("gives up after max_attempts with growing delays") {
+        for (int i = 0; i < 3; ++i) {
+            server.then(reply(500, "boom"));
+        }
+        const auto res = client.request(get(server.url("/jobs")));
+        const Error& e = error_of(res);
+        CHECK(e.kind == ErrorKind::unavailable);
+        CHECK_THAT(e.message, Catch::Contains("HTTP 500") && Catch::Contains("(after 3 attempts)"));
+        CHECK(server.requests().size() == 3);
+        REQUIRE(sleeps.calls.size() == 2);
+        CHECK(sleeps.calls[1] >= 200ms);
+        CHECK(sleeps.calls[1] <= 400ms);
+    }
+}
+
+TEST_CASE("429 Retry-After is honoured up to the cap") {
+    TestServer server;
+    Sleeps sleeps;
+    CurlHttpClient client({}, sleeps.policy());
+
+    SECTION("within the cap: waits exactly as asked") {
+        server.then(reply(429, "slow down", {{"Retry-After", "7"}}));
+        server.then(reply(200, "ok"));
+        REQUIRE(client.request(get(server.url("/x"))));
+        REQUIRE(sleeps.calls.size() == 1);
+        CHECK(sleeps.calls[0] == 7000ms);
+    }
+    SECTION("beyond the cap: gives up at once and says why") {
+        server.then(reply(429, "slow down", {{"Retry-After", "3600"}}));
+        const auto res = client.request(get(server.url("/x")));
+        CHECK(error_of(res).kind == ErrorKind::unavailable);
+        CHECK_THAT(res.error().message, Catch::Contains("retry after 3600 s"));
+        CHECK(sleeps.calls.empty());
+        CHECK(server.requests().size() == 1);
+    }
+}
+
+TEST_CASE("connection refused is unavailable and retried even for a POST") {
+    Sleeps sleeps;
+    CurlHttpClient client({}, sleeps.policy());
+    const int port = closed_port();
+    HttpRequest req = get("http://127.0.0.1:" + std::to_string(port) + "/job/submit", false);
+    req.method = "POST";
+    const auto res = client.request(req);
+    const Error& e = error_of(res);
+    CHECK(e.kind == ErrorKind::unavailable);
+    CHECK_THAT(e.message, Catch::Contains("127.0.0.1:" + std::to_string(port)));
+    CHECK(sleeps.calls.size() == 2); // never sent, so safe to repeat
+}
+
+TEST_CASE("a server that never answers times out within the configured timeout") {
+    TestServer server;
+    Sleeps sleeps;
+    CurlHttpClient client({}, sleeps.policy());
+
+    SECTION("non-idempotent: one attempt") {
+        server.then(never_answer());
+        HttpRequest req = get(server.url("/job/submit"), false);
+        req.method = "POST";
+        req.body = "{}";
+        req.timeout = 300ms;
+        const auto start = std::chrono::steady_clock::now();
+        const auto res = client.request(req);
+        const auto took = std::chrono::steady_clock::now() - start;
+        const Error& e = error_of(res);
+        CHECK(e.kind == ErrorKind::timeout);
+        CHECK_THAT(e.message, Catch::Contains(server.host_port()) && Catch::Contains("300 ms"));
+        CHECK(took >= 250ms);
+        CHECK(took < 2s);
+        CHECK(sleeps.calls.empty()); // it was sent: not repeated
+    }
+    SECTION("idempotent: retried on a fresh connection") {
+        server.then(never_answer());
+        server.then(reply(200, "late but fine"));
+        auto req = get(server.url("/jobs"));
+        req.timeout = 300ms;
+        const auto res = client.request(req);
+        REQUIRE(res);
+        CHECK(res->body == "late but fine");
+        CHECK(sleeps.calls.size() == 1);
+        CHECK(server.connections_accepted() == 2);
+    }
+}
+
+TEST_CASE("three sequential requests reuse one connection") {
+    TestServer server;
+    for (int i = 0; i < 3; ++i) {
+        server.then(reply(200, "r" + std::to_string(i)));
+    }
+    CurlHttpClient client;
+    for (int i = 0; i < 3; ++i) {
+        const auto res = client.request(get(server.url("/ping")));
+        REQUIRE(res);
+        CHECK(res->body == "r" + std::to_string(i));
+    }
+    CHECK(client.connections_opened() == 1);
+    CHECK(server.connections_accepted() == 1);
+    const auto got = server.requests();
+    REQUIRE(got.size() == 3);
+    CHECK(got[2].connection == 1);
+}
+
+TEST_CASE("a long error body is cut to one short line") {
+    TestServer server;
+    server.then(reply(400, std::string(150, 'a') + "\r\n\t" + std::string(5000, 'b')));
+    CurlHttpClient client;
+    const auto res = client.request(get(server.url("/x")));
+    const Error& e = error_of(res);
+    CHECK(e.kind == ErrorKind::remote);
+    CHECK(e.message.find('\n') == std::string::npos);
+    CHECK(e.message.find('\r') == std::string::npos);
+    CHECK(e.message.size() < 320);
+    CHECK_THAT(e.message, Catch::EndsWith("..."));
+}
