@@ -14,8 +14,10 @@ Inventory make_inventory(int pools) {
     const int per_cluster = 50;
     for (int c = 0; c * per_cluster < pools; ++c) {
         ClusterInventory cluster;
-        cluster.kind = c % 3 == 0 ? BackendKind::slurm : (c % 3 == 1 ? BackendKind::kubernetes : BackendKind::local);
-        cluster.name = (cluster.kind == BackendKind::kubernetes ? "k8s/ctx-" : "cluster-") + std::to_string(c);
+        cluster.kind =
+            c % 3 == 0 ? BackendKind::slurm : (c % 3 == 1 ? BackendKind::kubernetes : BackendKind::local);
+        cluster.name =
+            (cluster.kind == BackendKind::kubernetes ? "k8s/ctx-" : "cluster-") + std::to_string(c);
         for (int p = 0; p < per_cluster && c * per_cluster + p < pools; ++p) {
             Pool pool;
             pool.name = "pool-" + std::to_string(p);

@@ -20,21 +20,22 @@ Result<std::unique_ptr<Backend>> make_local(const ClusterConfig& c, const Backen
             auto acc = parse_accelerator(value.get<std::string>());
             if (!acc || acc->fractional()) {
                 return fail(ErrorKind::config,
-                            fmt::format("{}clusters.{}.accelerators: '{}' is not NAME:COUNT", config_where(c), c.name,
-                                        value.get<std::string>()));
+                            fmt::format("{}clusters.{}.accelerators: '{}' is not NAME:COUNT", config_where(c),
+                                        c.name, value.get<std::string>()));
             }
             settings.accelerator = *acc;
         } else if (key == "cancel_grace_seconds" && value.is_string()) {
             auto n = parse_positive_int(value.get<std::string>());
             if (!n) {
-                return fail(ErrorKind::config, fmt::format("{}clusters.{}.cancel_grace_seconds: {}", config_where(c),
-                                                           c.name, n.error()));
+                return fail(ErrorKind::config, fmt::format("{}clusters.{}.cancel_grace_seconds: {}",
+                                                           config_where(c), c.name, n.error()));
             }
             settings.cancel_grace = std::chrono::seconds(*n);
         } else {
-            return fail(ErrorKind::config, fmt::format("{}clusters.{}.{}: unknown setting for a local cluster "
-                                                       "(known: accelerators, cancel_grace_seconds)",
-                                                       config_where(c), c.name, key));
+            return fail(ErrorKind::config,
+                        fmt::format("{}clusters.{}.{}: unknown setting for a local cluster "
+                                    "(known: accelerators, cancel_grace_seconds)",
+                                    config_where(c), c.name, key));
         }
     }
     return std::make_unique<local::LocalBackend>(c.name, context.state_dir, settings);
@@ -42,8 +43,8 @@ Result<std::unique_ptr<Backend>> make_local(const ClusterConfig& c, const Backen
 
 Result<std::unique_ptr<Backend>> not_yet(const ClusterConfig& c, const BackendContext&) {
     return fail(ErrorKind::config,
-                fmt::format("{}cluster '{}': type {} is not supported by this version of tandem yet", config_where(c),
-                            c.name, to_string(c.kind)),
+                fmt::format("{}cluster '{}': type {} is not supported by this version of tandem yet",
+                            config_where(c), c.name, to_string(c.kind)),
                 "remove the cluster from config.yaml, or use a tandem build with that backend");
 }
 

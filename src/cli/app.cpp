@@ -46,13 +46,18 @@ int exit_code_for(ErrorKind kind) {
     switch (kind) {
     case ErrorKind::invalid_spec:
     case ErrorKind::config:
-    case ErrorKind::usage: return exit_code::bad_input;
-    case ErrorKind::not_found: return exit_code::not_found;
-    case ErrorKind::unauthorized: return exit_code::unauthorized;
+    case ErrorKind::usage:
+        return exit_code::bad_input;
+    case ErrorKind::not_found:
+        return exit_code::not_found;
+    case ErrorKind::unauthorized:
+        return exit_code::unauthorized;
     case ErrorKind::unavailable:
-    case ErrorKind::timeout: return exit_code::unavailable;
+    case ErrorKind::timeout:
+        return exit_code::unavailable;
     case ErrorKind::remote:
-    case ErrorKind::internal: return exit_code::failure;
+    case ErrorKind::internal:
+        return exit_code::failure;
     }
     return exit_code::failure;
 }
@@ -61,9 +66,10 @@ int run(int argc, char** argv) {
     CLI::App app{"tandem: one task spec, run on Slurm, Kubernetes or this machine.", "tandem"};
     app.set_version_flag("--version", "tandem 0.1.0");
     app.require_subcommand(1);
-    app.footer("Exit codes: 0 ok, 1 backend or internal error, 2 bad input, 3 not found, 4 unauthorized,\n"
-               "5 unreachable; launch --wait, logs -f and status --exit-code return the job's own exit code,\n"
-               "100 failed without one, 101 not finished, 103 cancelled, 104 unknown, 105 never started.");
+    app.footer(
+        "Exit codes: 0 ok, 1 backend or internal error, 2 bad input, 3 not found, 4 unauthorized,\n"
+        "5 unreachable; launch --wait, logs -f and status --exit-code return the job's own exit code,\n"
+        "100 failed without one, 101 not finished, 103 cancelled, 104 unknown, 105 never started.");
     Action action;
     for (const auto& entry : k_commands) {
         CLI::App* command = app.add_subcommand(entry.name, entry.summary);

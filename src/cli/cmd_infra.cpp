@@ -21,17 +21,22 @@ std::string join(const std::vector<std::string>& items) {
 }
 
 Result<int> infra(Context& ctx, bool json) {
-    Inventory inventory = gather_inventory(ctx);
+    auto gathered = gather_inventory(ctx);
+    if (!gathered) {
+        return tl::unexpected(gathered.error());
+    }
+    const Inventory& inventory = *gathered;
     int rc = exit_code::ok;
-    Table table({"CLUSTER", "TYPE", "POOL", "ACCELERATOR", "GPUS/NODE", "GPUS FREE/TOTAL", "NODES FREE/TOTAL", "CPUS/NODE",
-                 "MEM/NODE", "NODE STATES"});
+    Table table({"CLUSTER", "TYPE", "POOL", "ACCELERATOR", "GPUS/NODE", "GPUS FREE/TOTAL", "NODES FREE/TOTAL",
+                 "CPUS/NODE", "MEM/NODE", "NODE STATES"});
     auto clusters = nlohmann::json::array();
     for (const auto& c : inventory.clusters) {
         nlohmann::json cj{{"cluster", c.name}, {"type", to_string(c.kind)}, {"reachable", c.reachable}};
         if (!c.reachable) {
             rc = exit_code::unavailable;
             cj["error"] = c.error;
-            table.add({c.name, std::string(to_string(c.kind)), "-", "unreachable: " + c.error});
+            table.add({c.name, std::string(to_string(c.kind)), "-", "unreachable", "-", "-", "-", "-", "-",
+                       c.error});
             clusters.push_back(cj);
             continue;
         }
@@ -43,10 +48,12 @@ Result<int> infra(Context& ctx, bool json) {
             } else if (p.time_sliced) {
                 sharing = " (time-sliced)";
             }
-            table.add({c.name, std::string(to_string(c.kind)), p.name, p.accelerator.empty() ? "-" : p.accelerator + sharing,
-                       std::to_string(p.gpus_per_node), fmt::format("{}/{}", p.gpus_free, p.gpus_total),
+            table.add({c.name, std::string(to_string(c.kind)), p.name,
+                       p.accelerator.empty() ? "-" : p.accelerator + sharing, std::to_string(p.gpus_per_node),
+                       fmt::format("{}/{}", p.gpus_free, p.gpus_total),
                        fmt::format("{}/{}", p.nodes_free, p.nodes_total), std::to_string(p.cpus_per_node),
-                       fmt::format("{}G", format_number(static_cast<double>(static_cast<long>(p.memory_gb_per_node)))),
+                       fmt::format("{}G", format_number(
+                                              static_cast<double>(static_cast<long>(p.memory_gb_per_node)))),
                        join(p.node_states)});
             pools.push_back({{"name", p.name},
                              {"accelerator", p.accelerator},
@@ -74,7 +81,8 @@ Result<int> infra(Context& ctx, bool json) {
 
 void setup_infra(CLI::App& command, Action& action) {
     auto json = std::make_shared<bool>(false);
-    command.add_flag("--json", *json, "JSON on stdout: {\"clusters\": [{cluster, type, reachable, pools: [...]}]}");
+    command.add_flag("--json", *json,
+                     "JSON on stdout: {\"clusters\": [{cluster, type, reachable, pools: [...]}]}");
     command.footer("An unreachable cluster is one row with the reason; the exit code is then 5.");
     command.callback([json, &action] { action = [json](Context& ctx) { return infra(ctx, *json); }; });
 }

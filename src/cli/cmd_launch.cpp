@@ -64,8 +64,8 @@ Result<int> launch(Context& ctx, const LaunchFlags& flags) {
     auto store = *ctx.store();
     auto remote_id = (*backend)->submit(planned->spec, placement, job->id);
     if (!remote_id) {
-        JobUpdate failed{JobState::failed, "submit failed: " + remote_id.error().message, std::nullopt, std::nullopt,
-                         now_seconds()};
+        JobUpdate failed{JobState::failed, "submit failed: " + remote_id.error().message, std::nullopt,
+                         std::nullopt, now_seconds()};
         (void)store->update(job->id, failed, now_seconds());
         Error e = remote_id.error();
         e.message = fmt::format("job {}: submit to {} failed: {}", job->id, placement.cluster, e.message);
@@ -76,8 +76,8 @@ Result<int> launch(Context& ctx, const LaunchFlags& flags) {
     }
     job->remote_id = *remote_id;
     JobView view = refresh_jobs(ctx, {*job}).front();
-    note(fmt::format("tandem: job {} ({}) submitted to {}/{} as {} [{}]", job->id, job->name, placement.cluster,
-                     placement.pool, *remote_id, placement.option_label));
+    note(fmt::format("tandem: job {} ({}) submitted to {}/{} as {} [{}]", job->id, job->name,
+                     placement.cluster, placement.pool, *remote_id, placement.option_label));
     if (flags.detach) {
         flags.json ? print_json(job_json(view.record, view.unreachable, view.unreachable_reason))
                    : print_stdout(fmt::format("{}\n", job->id));
@@ -108,11 +108,14 @@ void setup_launch(CLI::App& command, Action& action) {
     auto flags = std::make_shared<LaunchFlags>();
     add_spec_flags(command, flags->spec);
     auto* detach = command.add_flag("-d,--detach", flags->detach, "Print the job id and return at once");
-    command.add_flag("--wait", flags->wait, "Wait for the job to end without showing its output; exit with its code")
+    command
+        .add_flag("--wait", flags->wait,
+                  "Wait for the job to end without showing its output; exit with its code")
         ->excludes(detach);
     command.add_flag("--json", flags->json, "Print the job as JSON on stdout (implies no log streaming)");
-    command.footer("Without --detach or --wait, launch follows the job's output until it ends and exits with\n"
-                   "the job's exit code. Progress goes to stderr; the job's output and results to stdout.");
+    command.footer(
+        "Without --detach or --wait, launch follows the job's output until it ends and exits with\n"
+        "the job's exit code. Progress goes to stderr; the job's output and results to stdout.");
     command.callback([flags, &action] { action = [flags](Context& ctx) { return launch(ctx, *flags); }; });
 }
 

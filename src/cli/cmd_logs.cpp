@@ -24,20 +24,22 @@ Result<int> logs(Context& ctx, const LogsFlags& flags) {
         return tl::unexpected(job.error());
     }
     if (job->remote_id.empty()) {
-        return fail(ErrorKind::not_found, fmt::format("job {} was never submitted: {}", job->id, job->reason));
+        return fail(ErrorKind::not_found,
+                    fmt::format("job {} was never submitted: {}", job->id, job->reason));
     }
     if (flags.node && (*flags.node < 0 || *flags.node >= job->num_nodes)) {
-        return fail(ErrorKind::usage, fmt::format("--node {}: job {} has {} node(s), ranks 0..{}", *flags.node, job->id,
-                                                  job->num_nodes, job->num_nodes - 1));
+        return fail(ErrorKind::usage, fmt::format("--node {}: job {} has {} node(s), ranks 0..{}",
+                                                  *flags.node, job->id, job->num_nodes, job->num_nodes - 1));
     }
     auto backend = ctx.backend(job->cluster);
     if (!backend) {
         return tl::unexpected(backend.error());
     }
-    auto streamed = (*backend)->logs(*job, LogOptions{flags.follow, flags.tail, flags.node}, [](std::string_view chunk) {
-        print_stdout(std::string(chunk));
-        return true;
-    });
+    auto streamed =
+        (*backend)->logs(*job, LogOptions{flags.follow, flags.tail, flags.node}, [](std::string_view chunk) {
+            print_stdout(std::string(chunk));
+            return true;
+        });
     if (!streamed) {
         return tl::unexpected(streamed.error());
     }
@@ -54,7 +56,8 @@ Result<int> logs(Context& ctx, const LogsFlags& flags) {
 void setup_logs(CLI::App& command, Action& action) {
     auto flags = std::make_shared<LogsFlags>();
     command.add_option("JOB", flags->job, "Job id")->required();
-    command.add_flag("-f,--follow", flags->follow, "Follow the output until the job ends; exit with its code");
+    command.add_flag("-f,--follow", flags->follow,
+                     "Follow the output until the job ends; exit with its code");
     command.add_option("--tail", flags->tail, "Start with the last N lines")->check(CLI::NonNegativeNumber);
     command.add_option("--node", flags->node, "Only this node's output (rank K)");
     command.callback([flags, &action] { action = [flags](Context& ctx) { return logs(ctx, *flags); }; });

@@ -55,34 +55,37 @@ Result<int> plan_command(Context& ctx, const PlanFlags& flags) {
                 {{"cluster", r.cluster}, {"pool", r.pool}, {"option", r.option_label}, {"reason", r.reason}});
         }
         print_json({{"task", to_redacted_json(planned->spec)},
-                    {"chosen", p.placements.empty() ? nlohmann::json(nullptr) : placement_json(p.placements.front())},
+                    {"chosen",
+                     p.placements.empty() ? nlohmann::json(nullptr) : placement_json(p.placements.front())},
                     {"candidates", candidates},
                     {"rejections", rejections},
                     {"artifact", artifact ? nlohmann::json(*artifact) : nlohmann::json(nullptr)}});
         return p.placements.empty() ? exit_code::bad_input : exit_code::ok;
     }
-    std::string out = fmt::format("Task {} ({}): {} node(s), {} option(s)\n", planned->spec.name,
-                                  planned->spec.source_file, planned->spec.num_nodes, planned->spec.options().size());
+    std::string out =
+        fmt::format("Task {} ({}): {} node(s), {} option(s)\n", planned->spec.name, planned->spec.source_file,
+                    planned->spec.num_nodes, planned->spec.options().size());
     if (p.placements.empty()) {
         out += "\nChosen: none: no configured cluster can run this task\n";
     } else {
         const auto& best = p.placements.front();
-        out += fmt::format("\nChosen: {}/{} [{}] score {:g}\n", best.cluster, best.pool, best.option_label, best.score);
+        out += fmt::format("\nChosen: {}/{} [{}] score {:g}\n", best.cluster, best.pool, best.option_label,
+                           best.score);
     }
     if (!p.placements.empty()) {
         Table candidates({"RANK", "CLUSTER", "POOL", "OPTION", "SCORE", "STARTS NOW", "BREAKDOWN"});
         int rank = 1;
         for (const auto& pl : p.placements) {
-            candidates.add({std::to_string(rank++), pl.cluster, pl.pool, pl.option_label, fmt::format("{:g}", pl.score),
-                            pl.starts_now ? "yes" : "no", breakdown_text(pl)});
+            candidates.add({std::to_string(rank++), pl.cluster, pl.pool, pl.option_label,
+                            fmt::format("{:g}", pl.score), pl.starts_now ? "yes" : "no", breakdown_text(pl)});
         }
         out += "\nCandidates:\n" + candidates.render();
     }
     if (!p.rejections.empty()) {
         Table rejected({"CLUSTER", "POOL", "OPTION", "REASON"});
         for (const auto& r : p.rejections) {
-            rejected.add({r.cluster, r.pool.empty() ? "-" : r.pool, r.option_label.empty() ? "-" : r.option_label,
-                          r.reason});
+            rejected.add({r.cluster, r.pool.empty() ? "-" : r.pool,
+                          r.option_label.empty() ? "-" : r.option_label, r.reason});
         }
         out += "\nRejected:\n" + rejected.render();
     }
@@ -99,9 +102,11 @@ Result<int> plan_command(Context& ctx, const PlanFlags& flags) {
 void setup_plan(CLI::App& command, Action& action) {
     auto flags = std::make_shared<PlanFlags>();
     add_spec_flags(command, flags->spec);
-    command.add_flag("--json", flags->json, "JSON on stdout: {task, chosen, candidates, rejections, artifact}");
+    command.add_flag("--json", flags->json,
+                     "JSON on stdout: {task, chosen, candidates, rejections, artifact}");
     command.footer("Exits 0 when a cluster can run the task, 2 when none can.");
-    command.callback([flags, &action] { action = [flags](Context& ctx) { return plan_command(ctx, *flags); }; });
+    command.callback(
+        [flags, &action] { action = [flags](Context& ctx) { return plan_command(ctx, *flags); }; });
 }
 
 } // namespace tandem::cli

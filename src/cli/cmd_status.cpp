@@ -81,7 +81,8 @@ Result<int> status(Context& ctx, const StatusFlags& flags) {
     }
     if (flags.exit_code) {
         if (flags.json) {
-            print_json(job_json(views.front().record, views.front().unreachable, views.front().unreachable_reason));
+            print_json(
+                job_json(views.front().record, views.front().unreachable, views.front().unreachable_reason));
         }
         return job_exit_code(views.front());
     }
@@ -100,10 +101,11 @@ Result<int> status(Context& ctx, const StatusFlags& flags) {
     Table table({"ID", "NAME", "CLUSTER", "STATE", "REASON", "GPUS", "AGE", "DURATION"});
     for (const auto& v : views) {
         const auto& r = v.record;
-        table.add({std::to_string(r.id), r.name, r.cluster, state_cell(v, now),
-                   v.unreachable ? v.unreachable_reason : r.reason,
-                   r.gpus.empty() ? "-" : (r.num_nodes > 1 ? fmt::format("{}x{}", r.num_nodes, r.gpus) : r.gpus),
-                   human_duration(now - r.submitted_at), duration_cell(r, now)});
+        table.add(
+            {std::to_string(r.id), r.name, r.cluster, state_cell(v, now),
+             v.unreachable ? v.unreachable_reason : r.reason,
+             r.gpus.empty() ? "-" : (r.num_nodes > 1 ? fmt::format("{}x{}", r.num_nodes, r.gpus) : r.gpus),
+             human_duration(now - r.submitted_at), duration_cell(r, now)});
     }
     print_stdout(table.render());
     return exit_code::ok;
@@ -116,8 +118,9 @@ void setup_status(CLI::App& command, Action& action) {
     command.add_option("JOB", flags->jobs, "Job ids (default: active jobs and those ended in the last 24h)");
     command.add_flag("-a,--all", flags->all, "Every job ever recorded");
     command.add_flag("--json", flags->json, "JSON on stdout: {\"jobs\": [...]} (see README)");
-    command.add_flag("--exit-code", flags->exit_code,
-                     "Exit with the job's outcome as a code (0 succeeded, its own code if it failed, 101 not finished)");
+    command.add_flag(
+        "--exit-code", flags->exit_code,
+        "Exit with the job's outcome as a code (0 succeeded, its own code if it failed, 101 not finished)");
     command.add_flag("--no-refresh", flags->no_refresh, "Show what is stored; do not ask the backends");
     command.add_option("--cluster", flags->cluster, "Only jobs on this cluster");
     command.add_option("--name", flags->name, "Only jobs with this name");

@@ -56,8 +56,8 @@ Result<store::JobStore*> Context::store() {
         std::error_code ec;
         std::filesystem::create_directories(m_paths.state_dir, ec);
         if (ec) {
-            return fail(ErrorKind::internal,
-                        fmt::format("cannot create the state folder {}: {}", m_paths.state_dir, ec.message()));
+            return fail(ErrorKind::internal, fmt::format("cannot create the state folder {}: {}",
+                                                         m_paths.state_dir, ec.message()));
         }
         auto opened = store::JobStore::open(m_paths.state_dir + "/jobs.db");
         if (!opened) {
@@ -128,7 +128,8 @@ std::vector<JobView> refresh_jobs(Context& ctx, std::vector<JobRecord> jobs) {
         }
         auto updates = (*backend)->refresh(batch);
         if (!updates || updates->size() != batch.size()) {
-            mark_unknown(updates ? "the backend answered for the wrong number of jobs" : updates.error().message);
+            mark_unknown(updates ? "the backend answered for the wrong number of jobs"
+                                 : updates.error().message);
             continue;
         }
         const auto now = now_seconds();
@@ -160,7 +161,8 @@ Result<JobRecord> find_job(Context& ctx, const std::string& id_text) {
     std::int64_t id = 0;
     auto [ptr, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
     if (id_text.empty() || ec != std::errc{} || ptr != id_text.data() + id_text.size() || id <= 0) {
-        return fail(ErrorKind::usage, fmt::format("'{}' is not a job id (a positive number, see `tandem status`)", id_text));
+        return fail(ErrorKind::usage,
+                    fmt::format("'{}' is not a job id (a positive number, see `tandem status`)", id_text));
     }
     auto store = ctx.store();
     if (!store) {
@@ -171,7 +173,8 @@ Result<JobRecord> find_job(Context& ctx, const std::string& id_text) {
         return tl::unexpected(job.error());
     }
     if (!*job) {
-        return fail(ErrorKind::not_found, fmt::format("job {} does not exist", id), "see `tandem status --all`");
+        return fail(ErrorKind::not_found, fmt::format("job {} does not exist", id),
+                    "see `tandem status --all`");
     }
     return **job;
 }

@@ -66,8 +66,12 @@ std::string Table::render() const {
     return out;
 }
 
-bool stdout_is_terminal() { return isatty(STDOUT_FILENO) == 1; }
-bool stderr_is_terminal() { return isatty(STDERR_FILENO) == 1; }
+bool stdout_is_terminal() {
+    return isatty(STDOUT_FILENO) == 1;
+}
+bool stderr_is_terminal() {
+    return isatty(STDERR_FILENO) == 1;
+}
 
 bool colour_enabled() {
     const char* no_colour = std::getenv("NO_COLOR");
@@ -130,7 +134,8 @@ std::string iso_time(std::int64_t unix_seconds) {
 }
 
 std::int64_t now_seconds() {
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
         .count();
 }
 

@@ -1,6 +1,8 @@
 // What launch and plan share: the SkyPilot-style flags, loading and checking the spec, asking every
 // configured cluster for its inventory, and planning.
 
+#include "cli/task_planning.hpp"
+
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -8,7 +10,6 @@
 
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
-#include "cli/task_planning.hpp"
 #include "core/quantity.hpp"
 
 namespace tandem::cli {
@@ -19,11 +20,13 @@ void add_spec_flags(CLI::App& command, SpecFlags& flags) {
         ->type_name("K[=V]");
     command.add_option("--secret", flags.overrides.secrets, "Set a secret: K=V, or K to copy it from here")
         ->type_name("K[=V]");
-    command.add_option("--gpus", flags.overrides.gpus, "Accelerators, e.g. H100:8 (replaces resources.accelerators)");
+    command.add_option("--gpus", flags.overrides.gpus,
+                       "Accelerators, e.g. H100:8 (replaces resources.accelerators)");
     command.add_option("--cpus", flags.overrides.cpus, "CPUs per node, e.g. 8 or 8+");
     command.add_option("--memory", flags.overrides.memory, "Memory per node, e.g. 64GB or 64+");
     command.add_option("--num-nodes", flags.overrides.num_nodes, "Number of nodes");
-    command.add_option("--infra", flags.overrides.infra, "Pin: local, slurm[/CLUSTER[/PARTITION]], k8s[/CONTEXT]");
+    command.add_option("--infra", flags.overrides.infra,
+                       "Pin: local, slurm[/CLUSTER[/PARTITION]], k8s[/CONTEXT]");
     command.add_option("-n,--name", flags.overrides.name, "Job name");
 }
 
@@ -40,11 +43,14 @@ Result<TaskSpec> load_task(Context& ctx, const SpecFlags& flags) {
     return std::move(*loaded.spec);
 }
 
-Inventory gather_inventory(Context& ctx) {
+Result<Inventory> gather_inventory(Context& ctx) {
     Inventory inventory;
     for (const auto& c : ctx.config().clusters) {
         auto backend = ctx.backend(c.name);
-        Result<ClusterInventory> inv = backend ? (*backend)->inventory() : tl::unexpected(backend.error());
+        if (!backend) {
+            return tl::unexpected(backend.error()); // a config error, not an unreachable cluster
+        }
+        auto inv = (*backend)->inventory();
         if (inv) {
             inventory.clusters.push_back(std::move(*inv));
         } else {
@@ -64,8 +70,11 @@ Result<PlannedTask> plan_task(Context& ctx, const SpecFlags& flags) {
     if (!spec) {
         return tl::unexpected(spec.error());
     }
-    PlannedTask planned{std::move(*spec), {}, {}};
-    planned.inventory = gather_inventory(ctx);
+    auto inventory = gather_inventory(ctx);
+    if (!inventory) {
+        return tl::unexpected(inventory.error());
+    }
+    PlannedTask planned{std::move(*spec), std::move(*inventory), {}};
     planned.plan = plan(planned.spec, planned.inventory);
     return planned;
 }
@@ -103,7 +112,8 @@ JobView wait_for_job(Context& ctx, const JobRecord& job) {
             return view;
         }
         if (view.unreachable && view.unreachable_reason != last_problem) {
-            note(fmt::format("tandem: cannot reach {} ({}); still waiting", job.cluster, view.unreachable_reason));
+            note(fmt::format("tandem: cannot reach {} ({}); still waiting", job.cluster,
+                             view.unreachable_reason));
         }
         last_problem = view.unreachable ? view.unreachable_reason : "";
         std::this_thread::sleep_for(delay);
@@ -135,10 +145,14 @@ nlohmann::json placement_json(const Placement& p) {
     for (const auto& c : p.breakdown) {
         breakdown[c.name] = c.value;
     }
-    return nlohmann::json{{"cluster", p.cluster},     {"backend", std::string(to_string(p.kind))},
-                          {"pool", p.pool},           {"option", p.option_label},
-                          {"tier", p.tier},           {"score", p.score},
-                          {"starts_now", p.starts_now}, {"breakdown", breakdown}};
+    return nlohmann::json{{"cluster", p.cluster},
+                          {"backend", std::string(to_string(p.kind))},
+                          {"pool", p.pool},
+                          {"option", p.option_label},
+                          {"tier", p.tier},
+                          {"score", p.score},
+                          {"starts_now", p.starts_now},
+                          {"breakdown", breakdown}};
 }
 
 } // namespace tandem::cli

@@ -2,10 +2,10 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.hpp"
 #include "core/planner.hpp"
-
-#include <nlohmann/json.hpp>
 
 namespace tandem::cli {
 
@@ -17,7 +17,7 @@ struct PlannedTask {
 
 // Loads the spec, asks every cluster for its inventory (an unreachable one is kept, marked down), plans.
 Result<PlannedTask> plan_task(Context& ctx, const SpecFlags& flags);
-Inventory gather_inventory(Context& ctx);
+Result<Inventory> gather_inventory(Context& ctx);
 std::string rejection_line(const Rejection& r);
 Error no_placement_error(const PlannedTask& planned);
 std::string placement_gpus(const TaskSpec& spec, const Placement& placement);

@@ -38,9 +38,11 @@ public:
     virtual Result<ClusterInventory> inventory() = 0;
 
     // The exact native artifact submit() would create (sbatch script, manifests, local script).
-    virtual Result<std::string> render(const TaskSpec& spec, const Placement& placement, std::int64_t job_id) = 0;
+    virtual Result<std::string> render(const TaskSpec& spec, const Placement& placement,
+                                       std::int64_t job_id) = 0;
     // Submits; returns the backend's id. `job_id` is tandem's id, also used to make the submit idempotent.
-    virtual Result<std::string> submit(const TaskSpec& spec, const Placement& placement, std::int64_t job_id) = 0;
+    virtual Result<std::string> submit(const TaskSpec& spec, const Placement& placement,
+                                       std::int64_t job_id) = 0;
     // One update per job, in order, from as few requests as the backend allows (one per cluster).
     // A backend that cannot be reached returns the error; the caller marks the jobs UNKNOWN.
     virtual Result<std::vector<JobUpdate>> refresh(const std::vector<JobRecord>& jobs) = 0;

@@ -17,6 +17,7 @@ struct Unsupported {
 };
 
 // Every field of `resources` (one option) plus the task-level fields that `kind` cannot honour.
-std::vector<Unsupported> unsupported_fields(const TaskSpec& spec, const Resources& resources, BackendKind kind);
+std::vector<Unsupported> unsupported_fields(const TaskSpec& spec, const Resources& resources,
+                                            BackendKind kind);
 
 } // namespace tandem

@@ -81,7 +81,8 @@ Result<Config> parse_config(const std::string& text, const std::string& path) {
     try {
         root = YAML::Load(text);
     } catch (const YAML::Exception& e) {
-        return fail(ErrorKind::config, format_diagnostic({loc_of(path, e.mark), "", "invalid YAML: " + e.msg}));
+        return fail(ErrorKind::config,
+                    format_diagnostic({loc_of(path, e.mark), "", "invalid YAML: " + e.msg}));
     }
     Config config;
     config.path = path;
@@ -89,15 +90,17 @@ Result<Config> parse_config(const std::string& text, const std::string& path) {
         return default_config();
     }
     if (!root.IsMap()) {
-        return fail(ErrorKind::config, format_diagnostic({loc_of(path, root.Mark()), "", "must be a mapping"}));
+        return fail(ErrorKind::config,
+                    format_diagnostic({loc_of(path, root.Mark()), "", "must be a mapping"}));
     }
     static const std::vector<std::string_view> top_keys{"clusters"};
     for (auto it = root.begin(); it != root.end(); ++it) {
         const auto key = it->first.as<std::string>("");
         if (std::find(top_keys.begin(), top_keys.end(), key) == top_keys.end()) {
             auto near = closest_match(key, top_keys);
-            diags.push_back({loc_of(path, it->first.Mark()), key,
-                             near ? fmt::format("unknown field (did you mean '{}'?)", *near) : "unknown field"});
+            diags.push_back(
+                {loc_of(path, it->first.Mark()), key,
+                 near ? fmt::format("unknown field (did you mean '{}'?)", *near) : "unknown field"});
         }
     }
     const YAML::Node clusters = root["clusters"];
@@ -125,8 +128,9 @@ Result<Config> parse_config(const std::string& text, const std::string& path) {
                 }
                 auto kind = backend_kind_from_string(type);
                 if (!kind) {
-                    diags.push_back({c["type"] ? loc_of(path, c["type"].Mark()) : cc.loc, field + ".type",
-                                     fmt::format("'{}' is not a cluster type (use local, slurm or kubernetes)", type)});
+                    diags.push_back(
+                        {c["type"] ? loc_of(path, c["type"].Mark()) : cc.loc, field + ".type",
+                         fmt::format("'{}' is not a cluster type (use local, slurm or kubernetes)", type)});
                     continue;
                 }
                 cc.kind = *kind;

@@ -31,7 +31,7 @@ struct ClusterConfig {
 };
 
 struct Config {
-    std::string path;       // the file read, empty when none existed
+    std::string path; // the file read, empty when none existed
     std::vector<ClusterConfig> clusters;
 };
 

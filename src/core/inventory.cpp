@@ -4,9 +4,12 @@ namespace tandem {
 
 std::string_view to_string(BackendKind kind) {
     switch (kind) {
-    case BackendKind::local: return "local";
-    case BackendKind::slurm: return "slurm";
-    case BackendKind::kubernetes: return "k8s";
+    case BackendKind::local:
+        return "local";
+    case BackendKind::slurm:
+        return "slurm";
+    case BackendKind::kubernetes:
+        return "k8s";
     }
     return "local";
 }

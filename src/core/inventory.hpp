@@ -9,20 +9,20 @@
 namespace tandem {
 
 enum class BackendKind { local, slurm, kubernetes };
-std::string_view to_string(BackendKind kind); // "local", "slurm", "k8s"
+std::string_view to_string(BackendKind kind);                               // "local", "slurm", "k8s"
 std::optional<BackendKind> backend_kind_from_string(std::string_view text); // accepts "kubernetes" too
 
 struct Pool {
-    std::string name;          // partition, node group ("gpu", "H100", "local")
-    std::string accelerator;   // GPU type as the backend names it ("H100", "A100-80GB"); empty: no GPU
+    std::string name;        // partition, node group ("gpu", "H100", "local")
+    std::string accelerator; // GPU type as the backend names it ("H100", "A100-80GB"); empty: no GPU
     int gpus_per_node = 0;
     int nodes_total = 0;
-    int nodes_free = 0;        // nodes with nothing allocated
-    int gpus_free = 0;         // summed over nodes
+    int nodes_free = 0; // nodes with nothing allocated
+    int gpus_free = 0;  // summed over nodes
     int gpus_total = 0;
     int cpus_per_node = 0;
     double memory_gb_per_node = 0;
-    std::optional<int> max_time_minutes; // nullopt: no limit
+    std::optional<int> max_time_minutes;   // nullopt: no limit
     std::vector<std::string> mig_profiles; // e.g. "1g.10gb" (Kubernetes MIG "mixed" strategy)
     bool time_sliced = false;              // GPUs shared by time-slicing
     std::vector<std::string> node_states;  // "idle:2", "mixed:1", for `infra`

@@ -41,17 +41,21 @@ bool is_terminal(JobState state) {
 
 int exit_code_for(JobState state, std::optional<int> exit_code, bool started) {
     switch (state) {
-    case JobState::succeeded: return 0;
+    case JobState::succeeded:
+        return 0;
     case JobState::failed:
         if (exit_code && *exit_code != 0) {
             return *exit_code;
         }
         return started ? job_exit::failed_without_code : job_exit::never_started;
-    case JobState::cancelled: return job_exit::cancelled;
-    case JobState::unknown: return job_exit::unknown;
+    case JobState::cancelled:
+        return job_exit::cancelled;
+    case JobState::unknown:
+        return job_exit::unknown;
     case JobState::pending:
     case JobState::starting:
-    case JobState::running: return job_exit::not_finished;
+    case JobState::running:
+        return job_exit::not_finished;
     }
     return job_exit::unknown;
 }

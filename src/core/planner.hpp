@@ -13,7 +13,8 @@ namespace tandem {
 struct PlannerPolicy {
     // Backend kinds in order of preference, used as a score component. The documented default puts
     // Slurm first for exclusive multi-node work and Kubernetes first for shared/fractional GPUs.
-    std::vector<BackendKind> prefer_multi_node{BackendKind::slurm, BackendKind::kubernetes, BackendKind::local};
+    std::vector<BackendKind> prefer_multi_node{BackendKind::slurm, BackendKind::kubernetes,
+                                               BackendKind::local};
     std::vector<BackendKind> prefer_shared{BackendKind::kubernetes, BackendKind::slurm, BackendKind::local};
     std::vector<BackendKind> prefer_default{BackendKind::slurm, BackendKind::kubernetes, BackendKind::local};
 };

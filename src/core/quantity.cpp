@@ -177,7 +177,9 @@ tl::expected<Quantity, std::string> parse_memory_gb(std::string_view text) {
     return q;
 }
 
-tl::expected<double, std::string> parse_disk_gb(std::string_view text) { return size_in_gb(text, false, nullptr); }
+tl::expected<double, std::string> parse_disk_gb(std::string_view text) {
+    return size_in_gb(text, false, nullptr);
+}
 
 tl::expected<int, std::string> parse_positive_int(std::string_view text) {
     text = trim(text);
@@ -339,6 +341,8 @@ std::string format_infra(const InfraPin& pin) {
     return out;
 }
 
-std::string format_accelerator(const Accelerator& acc) { return acc.name + ":" + format_number(acc.count); }
+std::string format_accelerator(const Accelerator& acc) {
+    return acc.name + ":" + format_number(acc.count);
+}
 
 } // namespace tandem

@@ -31,7 +31,7 @@ tl::expected<std::string, std::string> parse_port_range(std::string_view text);
 tl::expected<InfraPin, std::string> parse_infra(std::string_view text);
 std::string format_infra(const InfraPin& pin);
 std::string format_accelerator(const Accelerator& acc); // "H100:8", "A100:0.5"
-std::string format_number(double value);                 // 8 -> "8", 0.5 -> "0.5"
+std::string format_number(double value);                // 8 -> "8", 0.5 -> "0.5"
 // A positive integer that fits an int.
 tl::expected<int, std::string> parse_positive_int(std::string_view text);
 

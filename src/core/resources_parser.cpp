@@ -1,14 +1,15 @@
 #include "core/resources_parser.hpp"
 
-#include "core/quantity.hpp"
-
 #include <algorithm>
 #include <cstring>
-#include <fmt/format.h>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <fmt/format.h>
+
+#include "core/quantity.hpp"
 
 namespace tandem::detail {
 

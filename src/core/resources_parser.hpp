@@ -2,10 +2,10 @@
 // Internal to the spec loader: the `resources` section of a task file, with its any_of/ordered
 // alternatives, accelerators, ports, labels, and the legacy `cloud:`/`region:` spelling.
 
+#include <yaml-cpp/yaml.h>
+
 #include "core/spec.hpp"
 #include "core/yaml_walker.hpp"
-
-#include <yaml-cpp/yaml.h>
 
 namespace tandem::detail {
 

@@ -60,7 +60,7 @@ nlohmann::json resources_json(const Resources& r) {
         j["cpus"] = quantity(*r.cpus);
     }
     if (r.memory_gb) {
-        j["memory"] = quantity(*r.memory_gb) ;
+        j["memory"] = quantity(*r.memory_gb);
     }
     if (r.disk_size_gb) {
         j["disk_size"] = *r.disk_size_gb;

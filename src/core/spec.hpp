@@ -65,9 +65,9 @@ struct KubernetesSettings {
 // One concrete way to run the task: a resource set with a single accelerator choice. Options in a lower
 // tier are preferred absolutely (`ordered`, accelerator lists); options in one tier compete on score.
 struct ResourceOption {
-    Resources resources;                    // accelerators holds at most one entry
+    Resources resources; // accelerators holds at most one entry
     int tier = 0;
-    std::string label;                      // "H100:8", "any_of[1] A100:8", for plan output
+    std::string label; // "H100:8", "any_of[1] A100:8", for plan output
 };
 
 struct TaskSpec {
@@ -75,7 +75,7 @@ struct TaskSpec {
     std::string name;
     std::optional<std::string> workdir; // resolved to an absolute path
     int num_nodes = 1;
-    Resources resources;                // the top-level `resources` (base for any_of/ordered)
+    Resources resources;                 // the top-level `resources` (base for any_of/ordered)
     std::vector<Resources> alternatives; // any_of / ordered entries, merged over the base
     bool alternatives_ordered = false;   // true for `ordered`, false for `any_of`
     std::vector<std::pair<std::string, std::string>> envs; // in file order, overrides applied

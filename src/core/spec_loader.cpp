@@ -4,18 +4,20 @@
 
 #include "core/spec_loader.hpp"
 
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/yaml.h>
+
 #include "core/quantity.hpp"
 #include "core/resources_parser.hpp"
 #include "core/spec_parse_detail.hpp"
 #include "core/yaml_walker.hpp"
-
-#include <algorithm>
-#include <cctype>
-#include <filesystem>
-#include <fmt/format.h>
-#include <fstream>
-#include <sstream>
-#include <yaml-cpp/yaml.h>
 
 namespace tandem {
 
@@ -266,8 +268,12 @@ SpecLoad load_spec(std::string_view text, const std::string& file_name, const Sp
     std::vector<YAML::Node> docs;
     try {
         docs = YAML::LoadAll(std::string(text));
+    } catch (const YAML::DeepRecursion& e) {
+        // yaml-cpp's depth guard reuses its "bad file" text; say what actually happened.
+        diags.push_back(
+            Diagnostic{walker.loc(e.mark), "", "invalid YAML: the document is nested too deeply"});
+        return result;
     } catch (const YAML::Exception& e) {
-        // yaml-cpp marks are 0-based; its DeepRecursion guard also lands here.
         diags.push_back(Diagnostic{walker.loc(e.mark), "", "invalid YAML: " + e.msg});
         return result;
     }

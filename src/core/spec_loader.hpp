@@ -50,6 +50,7 @@ SpecLoad load_spec_file(const std::string& path, const SpecOverrides& overrides,
 std::vector<Diagnostic> check_backend_support(const TaskSpec& spec, const std::vector<BackendKind>& kinds);
 
 // Closest candidate within a small edit distance, for "did you mean".
-std::optional<std::string> closest_match(std::string_view word, const std::vector<std::string_view>& candidates);
+std::optional<std::string> closest_match(std::string_view word,
+                                         const std::vector<std::string_view>& candidates);
 
 } // namespace tandem

@@ -13,9 +13,12 @@ namespace tandem::detail {
 
 namespace {
 
-SourceLoc flag(const char* name) { return SourceLoc{name, 0, 0}; }
+SourceLoc flag(const char* name) {
+    return SourceLoc{name, 0, 0};
+}
 
-void set_value(PendingValues& values, const std::string& key, std::optional<std::string> value) {
+void set_value(PendingValues& values, const std::string& key, std::optional<std::string> value,
+               const SourceLoc& where) {
     for (auto& [k, v] : values.entries) {
         if (k == key) {
             v = std::move(value);
@@ -23,7 +26,7 @@ void set_value(PendingValues& values, const std::string& key, std::optional<std:
         }
     }
     values.entries.emplace_back(key, std::move(value));
-    values.locs.push_back(SourceLoc{});
+    values.locs.push_back(where);
 }
 
 void apply_values(const std::vector<std::string>& items, const char* flag_name, const char* field,
@@ -32,12 +35,13 @@ void apply_values(const std::vector<std::string>& items, const char* flag_name, 
         auto eq = item.find('=');
         std::string key = item.substr(0, eq);
         if (!valid_env_name(key)) {
-            diags.push_back(Diagnostic{flag(flag_name), fmt::format("{}.{}", field, key),
-                                       fmt::format("'{}' is not a valid variable name (expected K=V or K)", key)});
+            diags.push_back(
+                Diagnostic{flag(flag_name), fmt::format("{}.{}", field, key),
+                           fmt::format("'{}' is not a valid variable name (expected K=V or K)", key)});
             continue;
         }
         if (eq != std::string::npos) {
-            set_value(values, key, item.substr(eq + 1));
+            set_value(values, key, item.substr(eq + 1), flag(flag_name));
             continue;
         }
         auto local = options.getenv ? options.getenv(key) : std::nullopt;
@@ -46,13 +50,14 @@ void apply_values(const std::vector<std::string>& items, const char* flag_name, 
                                        "is not set in the local environment (use K=V to give a value)"});
             continue;
         }
-        set_value(values, key, *local);
+        set_value(values, key, *local, flag(flag_name));
     }
 }
 
 template <typename T>
 std::optional<T> parse_flag(const std::optional<std::string>& text, const char* flag_name, const char* field,
-                            tl::expected<T, std::string> (*parse)(std::string_view), std::vector<Diagnostic>& diags) {
+                            tl::expected<T, std::string> (*parse)(std::string_view),
+                            std::vector<Diagnostic>& diags) {
     if (!text) {
         return std::nullopt;
     }
@@ -79,8 +84,7 @@ bool valid_env_name(std::string_view name) {
     if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front()))) {
         return false;
     }
-    return std::all_of(name.begin(), name.end(),
-                       [](unsigned char c) { return std::isalnum(c) || c == '_'; });
+    return std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
 }
 
 void apply_overrides(ParsedSpec& parsed, const SpecOverrides& o, const LoadOptions& options,
@@ -98,7 +102,8 @@ void apply_overrides(ParsedSpec& parsed, const SpecOverrides& o, const LoadOptio
     }
     if (o.gpus) {
         // --gpus takes one accelerator ("H100:8"); it replaces every accelerator choice in the file.
-        if (auto acc = parse_flag<Accelerator>(o.gpus, "--gpus", "resources.accelerators", parse_accelerator, diags)) {
+        if (auto acc = parse_flag<Accelerator>(o.gpus, "--gpus", "resources.accelerators", parse_accelerator,
+                                               diags)) {
             for_each_resources(spec, [&](Resources& r) {
                 r.accelerators = {*acc};
                 r.locations["resources.accelerators"] = flag("--gpus");
@@ -135,6 +140,16 @@ void resolve_pending(ParsedSpec& parsed, std::vector<Diagnostic>& diags) {
     };
     resolve(parsed.envs, "envs", "--env", parsed.spec.envs);
     resolve(parsed.secrets, "secrets", "--secret", parsed.spec.secrets);
+    // One name, two values: which one the job would see is a guess, and a secret could be shown as an env.
+    for (std::size_t i = 0; i < parsed.secrets.entries.size(); ++i) {
+        const std::string& name = parsed.secrets.entries[i].first;
+        for (const auto& [env_name, value] : parsed.envs.entries) {
+            if (env_name == name) {
+                diags.push_back(Diagnostic{parsed.secrets.locs[i], "secrets." + name,
+                                           "is also set in envs; give each name in one of them only"});
+            }
+        }
+    }
 }
 
 } // namespace tandem::detail

@@ -1,8 +1,9 @@
 #include "core/yaml_walker.hpp"
 
 #include <algorithm>
-#include <fmt/format.h>
 #include <set>
+
+#include <fmt/format.h>
 
 namespace tandem::detail {
 
@@ -134,7 +135,11 @@ std::string YamlWalker::kind_name(const YAML::Node& node) {
 
 std::optional<nlohmann::json> YamlWalker::to_json(const YAML::Node& node, const std::string& path) {
     std::size_t budget = k_max_json_nodes;
+    const std::size_t errors_before = m_diags.size();
     auto j = to_json_rec(node, path, 0, budget);
+    if (!j && m_diags.size() > errors_before) {
+        return std::nullopt; // already reported (too deep, a non-string key)
+    }
     if (budget == 0) {
         error(node, path,
               fmt::format("is too large (over {} values once aliases are expanded)", k_max_json_nodes));
@@ -151,7 +156,6 @@ std::optional<nlohmann::json> YamlWalker::to_json_rec(const YAML::Node& node, co
     --budget;
     if (depth > k_max_json_depth) {
         error(node, path, fmt::format("is nested deeper than {} levels", k_max_json_depth));
-        budget = 0;
         return std::nullopt;
     }
     if (node.IsNull()) {

@@ -3,17 +3,18 @@
 // Diagnostic (file:line:col, dotted field path) and lets the walk go on, so the user sees all of them at
 // once. yaml-cpp exceptions are not caught here; load_spec catches them at its boundary.
 
-#include "core/spec_loader.hpp"
-
 #include <cstddef>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <tl/expected.hpp>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
+#include <tl/expected.hpp>
 #include <yaml-cpp/yaml.h>
+
+#include "core/spec_loader.hpp"
 
 namespace tandem::detail {
 

@@ -4,9 +4,9 @@
 
 #include "store/job_store.hpp"
 
-#include "store/sqlite_stmt.hpp"
-
 #include <fmt/core.h>
+
+#include "store/sqlite_stmt.hpp"
 
 namespace tandem::store {
 

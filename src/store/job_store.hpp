@@ -23,9 +23,9 @@ class WriteTxn; // sqlite_stmt.hpp
 inline constexpr int k_schema_version = 1;
 
 struct JobFilter {
-    bool active_only = false;              // only non-terminal jobs
+    bool active_only = false;                // only non-terminal jobs
     std::optional<std::int64_t> ended_after; // with active_only=false: also terminal jobs ended after this
-    std::vector<std::int64_t> ids;          // empty: all
+    std::vector<std::int64_t> ids;           // empty: all
     std::optional<std::string> cluster;
     std::optional<std::string> name;
     std::optional<JobState> state;

@@ -2,13 +2,14 @@
 // record operations because it is where concurrent tandem processes race (many opening a new file at
 // once), and every step here is ordered for that.
 
-#include "store/job_store.hpp"
-#include "store/sqlite_stmt.hpp"
-
 #include <array>
 #include <chrono>
-#include <fmt/core.h>
 #include <thread>
+
+#include <fmt/core.h>
+
+#include "store/job_store.hpp"
+#include "store/sqlite_stmt.hpp"
 
 namespace tandem::store {
 

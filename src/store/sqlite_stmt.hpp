@@ -4,10 +4,11 @@
 
 #include <cstdint>
 #include <optional>
-#include <sqlite3.h>
 #include <string>
 #include <string_view>
 #include <utility>
+
+#include <sqlite3.h>
 
 namespace tandem::store {
 

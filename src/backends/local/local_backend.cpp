@@ -32,7 +32,8 @@ exit "$rc"
 )SH";
 
 std::int64_t now_seconds() {
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
         .count();
 }
 
@@ -83,9 +84,12 @@ int gpus_requested(const Placement& placement, const TaskSpec& spec) {
 } // namespace
 
 LocalBackend::LocalBackend(std::string cluster, std::string state_dir, LocalSettings settings)
-    : m_cluster(std::move(cluster)), m_jobs_dir(std::move(state_dir) + "/jobs"), m_settings(std::move(settings)) {}
+    : m_cluster(std::move(cluster)), m_jobs_dir(std::move(state_dir) + "/jobs"),
+      m_settings(std::move(settings)) {}
 
-std::string LocalBackend::job_dir(std::int64_t job_id) const { return fmt::format("{}/{}", m_jobs_dir, job_id); }
+std::string LocalBackend::job_dir(std::int64_t job_id) const {
+    return fmt::format("{}/{}", m_jobs_dir, job_id);
+}
 
 Result<std::string> LocalBackend::check() {
     if (access("/bin/bash", X_OK) != 0) {
@@ -126,7 +130,9 @@ std::vector<std::string> LocalBackend::environment(const TaskSpec& spec, const P
     // The job sees the user's environment, as with sbatch's default --export=ALL.
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
         std::string_view kv(*e);
-        if (kv.rfind("TANDEM_", 0) == 0 || kv.rfind("SKYPILOT_", 0) == 0) {
+        // A parent job's rank variables must not leak into this one; TANDEM_HOME is the user's setting.
+        const bool ours = kv.rfind("TANDEM_", 0) == 0 && kv.rfind("TANDEM_HOME=", 0) != 0;
+        if (ours || kv.rfind("SKYPILOT_", 0) == 0) {
             continue;
         }
         env.emplace_back(kv);
@@ -134,8 +140,11 @@ std::vector<std::string> LocalBackend::environment(const TaskSpec& spec, const P
     const std::string gpus = std::to_string(gpus_requested(placement, spec));
     const std::string id = std::to_string(job_id);
     const std::pair<const char*, std::string> common[] = {
-        {"JOB_ID", id},          {"NODE_RANK", "0"},         {"NUM_NODES", "1"},
-        {"NODE_IPS", "127.0.0.1"}, {"NUM_GPUS_PER_NODE", gpus},
+        {"JOB_ID", id},
+        {"NODE_RANK", "0"},
+        {"NUM_NODES", "1"},
+        {"NODE_IPS", "127.0.0.1"},
+        {"NUM_GPUS_PER_NODE", gpus},
     };
     for (const auto& [k, v] : common) {
         env.push_back(fmt::format("TANDEM_{}={}", k, v));
@@ -154,7 +163,8 @@ std::vector<std::string> LocalBackend::environment(const TaskSpec& spec, const P
     return env;
 }
 
-Result<std::string> LocalBackend::render(const TaskSpec& spec, const Placement& placement, std::int64_t job_id) {
+Result<std::string> LocalBackend::render(const TaskSpec& spec, const Placement& placement,
+                                         std::int64_t job_id) {
     std::string out = fmt::format("# {}/wrapper.sh (cwd: {})\n{}", job_dir(job_id),
                                   spec.workdir.value_or("the current directory"), k_wrapper);
     if (!spec.setup.empty()) {
@@ -178,7 +188,8 @@ Result<std::string> LocalBackend::render(const TaskSpec& spec, const Placement& 
     return out;
 }
 
-Result<std::string> LocalBackend::submit(const TaskSpec& spec, const Placement& placement, std::int64_t job_id) {
+Result<std::string> LocalBackend::submit(const TaskSpec& spec, const Placement& placement,
+                                         std::int64_t job_id) {
     const fs::path dir = job_dir(job_id);
     std::error_code ec;
     fs::create_directories(dir, ec);
@@ -272,7 +283,8 @@ Result<std::vector<JobUpdate>> LocalBackend::refresh(const std::vector<JobRecord
 
 Status LocalBackend::cancel(const JobRecord& job) {
     // The marker makes observe() report CANCELLED, not FAILED, for a job that dies of our signal.
-    if (auto ok = write_file(fs::path(job_dir(job.id)) / "cancelled", "", fs::perms::owner_read | fs::perms::owner_write);
+    if (auto ok = write_file(fs::path(job_dir(job.id)) / "cancelled", "",
+                             fs::perms::owner_read | fs::perms::owner_write);
         !ok) {
         return ok;
     }
@@ -292,7 +304,8 @@ Status LocalBackend::logs(const JobRecord& job, const LogOptions& options, const
     const fs::path file = fs::path(job_dir(job.id)) / "output.log";
     std::ifstream in(file, std::ios::binary);
     if (!in && !options.follow) {
-        return fail(ErrorKind::not_found, fmt::format("job {} has no output file ({})", job.id, file.string()));
+        return fail(ErrorKind::not_found,
+                    fmt::format("job {} has no output file ({})", job.id, file.string()));
     }
     std::uintmax_t offset = 0;
     if (in && options.tail_lines) {

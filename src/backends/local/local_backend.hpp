@@ -13,7 +13,7 @@
 namespace tandem::local {
 
 struct LocalSettings {
-    std::optional<Accelerator> accelerator; // GPUs this machine has, declared in config ("H100:8")
+    std::optional<Accelerator> accelerator;       // GPUs this machine has, declared in config ("H100:8")
     std::chrono::milliseconds cancel_grace{5000}; // TERM, then KILL after this
 };
 
@@ -25,8 +25,10 @@ public:
     BackendKind kind() const override { return BackendKind::local; }
     Result<std::string> check() override;
     Result<ClusterInventory> inventory() override;
-    Result<std::string> render(const TaskSpec& spec, const Placement& placement, std::int64_t job_id) override;
-    Result<std::string> submit(const TaskSpec& spec, const Placement& placement, std::int64_t job_id) override;
+    Result<std::string> render(const TaskSpec& spec, const Placement& placement,
+                               std::int64_t job_id) override;
+    Result<std::string> submit(const TaskSpec& spec, const Placement& placement,
+                               std::int64_t job_id) override;
     Result<std::vector<JobUpdate>> refresh(const std::vector<JobRecord>& jobs) override;
     Status cancel(const JobRecord& job) override;
     Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
@@ -38,8 +40,8 @@ private:
     std::string job_dir(std::int64_t job_id) const;
     std::optional<ProcessId> process_of(const JobRecord& job) const;
     JobUpdate observe(const JobRecord& job) const;
-    std::vector<std::string> environment(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
-                                         bool with_secrets) const;
+    std::vector<std::string> environment(const TaskSpec& spec, const Placement& placement,
+                                         std::int64_t job_id, bool with_secrets) const;
 
     std::string m_cluster;
     std::string m_jobs_dir;

@@ -7,11 +7,11 @@
 #include <fcntl.h>
 #include <fstream>
 #include <sstream>
-#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <sys/wait.h>
 
 namespace tandem::local {
 
@@ -111,8 +111,8 @@ Result<ProcessId> spawn_detached(const SpawnRequest& request) {
     }
     envp.push_back(nullptr);
 
-    int pid_pipe[2];  // grandchild pid, from the middle child
-    int err_pipe[2];  // exec failure text; closed on successful exec (O_CLOEXEC)
+    int pid_pipe[2]; // grandchild pid, from the middle child
+    int err_pipe[2]; // exec failure text; closed on successful exec (O_CLOEXEC)
     if (pipe2(pid_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
         return fail(ErrorKind::internal, fmt::format("cannot start the job: pipe: {}", std::strerror(errno)));
     }
@@ -141,6 +141,8 @@ Result<ProcessId> spawn_detached(const SpawnRequest& request) {
         dup2(in, 0);
         dup2(out, 1);
         dup2(out, 2);
+        // Nothing else of the caller's (a CI log pipe, a make jobserver) may stay open for the job's life.
+        close_range(3, ~0U, 0);
         if (chdir(request.cwd.c_str()) != 0) {
             child_fail(err_pipe[1], "chdir to workdir");
         }
@@ -163,7 +165,8 @@ Result<ProcessId> spawn_detached(const SpawnRequest& request) {
     ssize_t m = read(err_pipe[0], buf, sizeof buf);
     close(err_pipe[0]);
     if (m > 0) {
-        return fail(ErrorKind::internal, fmt::format("cannot start the job: {}", std::string(buf, static_cast<std::size_t>(m))));
+        return fail(ErrorKind::internal,
+                    fmt::format("cannot start the job: {}", std::string(buf, static_cast<std::size_t>(m))));
     }
     if (n != sizeof job || job <= 0) {
         return fail(ErrorKind::internal, "cannot start the job: the launcher process failed");

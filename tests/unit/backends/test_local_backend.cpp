@@ -1,7 +1,5 @@
 // The local backend against real processes: spawn detached, observe, cancel, logs, tail.
 
-#include <catch2/catch.hpp>
-
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -9,6 +7,8 @@
 #include <fstream>
 #include <thread>
 #include <unistd.h>
+
+#include <catch2/catch.hpp>
 
 #include "backends/local/local_backend.hpp"
 #include "backends/registry.hpp"

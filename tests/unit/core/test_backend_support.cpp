@@ -1,7 +1,7 @@
-#include <catch2/catch.hpp>
-
 #include <string>
 #include <vector>
+
+#include <catch2/catch.hpp>
 
 #include "core/backend_support.hpp"
 

@@ -1,6 +1,6 @@
-#include "core/job_state.hpp"
-
 #include <catch2/catch.hpp>
+
+#include "core/job_state.hpp"
 
 using namespace tandem;
 

@@ -1,10 +1,9 @@
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <cctype>
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
 #include <fmt/format.h>
 
 #include "core/planner.hpp"
@@ -365,8 +364,8 @@ TEST_CASE("planner: slurm time limit against the partition's maximum") {
     }
     SECTION("unlimited and unparseable times are rejected on slurm pools with the reason") {
         // tandem never submits an UNLIMITED time: without config.slurm.time it uses the partition's limit.
-        for (const std::string text :
-             {"UNLIMITED", "infinite", "-1", "0", "abc", "", "1-", "-5", "1:2:3:4", "1-2-3", "1:xx", "2 hours"}) {
+        for (const std::string text : {"UNLIMITED", "infinite", "-1", "0", "abc", "", "1-", "-5", "1:2:3:4",
+                                       "1-2-3", "1:xx", "2 hours"}) {
             spec.slurm.time.emplace(text);
             const auto p = plan(spec, inv);
             INFO("time '" << text << "'");

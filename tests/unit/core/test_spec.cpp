@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include <map>
+
+#include <catch2/catch.hpp>
 
 #include "core/spec_loader.hpp"
 
@@ -153,18 +153,20 @@ TEST_CASE("infra pins, ports, labels, use_spot and image_id parse") {
 }
 
 TEST_CASE("any_of and ordered merge over the base resources") {
-    auto s = load_ok("resources:\n  cpus: 8\n  any_of:\n    - accelerators: H100:8\n    - accelerators: A100:8\n"
-                     "      cpus: 16\nrun: x\n");
+    auto s =
+        load_ok("resources:\n  cpus: 8\n  any_of:\n    - accelerators: H100:8\n    - accelerators: A100:8\n"
+                "      cpus: 16\nrun: x\n");
     REQUIRE(s.alternatives.size() == 2);
     CHECK_FALSE(s.alternatives_ordered);
-    CHECK(s.alternatives[0].cpus->value == 8); // inherited
+    CHECK(s.alternatives[0].cpus->value == 8);  // inherited
     CHECK(s.alternatives[1].cpus->value == 16); // overridden
     auto options = s.options();
     REQUIRE(options.size() == 2);
     CHECK(options[0].tier == options[1].tier);
     CHECK(options[1].label == "any_of[1] A100:8");
 
-    auto o = load_ok("resources:\n  ordered:\n    - {infra: slurm, accelerators: H100:8}\n    - {infra: k8s}\nrun: x\n");
+    auto o = load_ok(
+        "resources:\n  ordered:\n    - {infra: slurm, accelerators: H100:8}\n    - {infra: k8s}\nrun: x\n");
     CHECK(o.alternatives_ordered);
     auto oo = o.options();
     REQUIRE(oo.size() == 2);
@@ -175,10 +177,11 @@ TEST_CASE("any_of and ordered merge over the base resources") {
 }
 
 TEST_CASE("config.slurm and config.kubernetes are read") {
-    auto s = load_ok("config:\n  slurm: {partition: gpu, account: ml, qos: high, constraint: h100, time: '1-00:00:00'}\n"
-                     "  kubernetes:\n    namespace: team\n    queue: q\n    pod_config:\n      spec:\n"
-                     "        priorityClassName: high\n        containers: [{resources: {limits: {memory: 1Gi}}}]\n"
-                     "run: x\n");
+    auto s = load_ok(
+        "config:\n  slurm: {partition: gpu, account: ml, qos: high, constraint: h100, time: '1-00:00:00'}\n"
+        "  kubernetes:\n    namespace: team\n    queue: q\n    pod_config:\n      spec:\n"
+        "        priorityClassName: high\n        containers: [{resources: {limits: {memory: 1Gi}}}]\n"
+        "run: x\n");
     CHECK(*s.slurm.partition == "gpu");
     CHECK(*s.slurm.time == "1-00:00:00");
     CHECK(*s.kubernetes.namespace_name == "team");
@@ -190,10 +193,12 @@ TEST_CASE("config.slurm and config.kubernetes are read") {
 }
 
 TEST_CASE("unknown keys get did-you-mean; cloud-only fields a precise message") {
-    auto errs = errors_of("nmae: x\nresources:\n  acelerators: H100:8\n  instance_type: p4d.24xlarge\nrun: x\n");
+    auto errs =
+        errors_of("nmae: x\nresources:\n  acelerators: H100:8\n  instance_type: p4d.24xlarge\nrun: x\n");
     REQUIRE(errs.size() == 3);
     CHECK(contains(errs, "task.yaml:1:1: nmae: unknown field (did you mean 'name'?)"));
-    CHECK(contains(errs, "task.yaml:3:3: resources.acelerators: unknown field (did you mean 'accelerators'?)"));
+    CHECK(
+        contains(errs, "task.yaml:3:3: resources.acelerators: unknown field (did you mean 'accelerators'?)"));
     CHECK(contains(errs, "task.yaml:4:3: resources.instance_type: is a cloud-only field"));
     auto far = errors_of("completely_unrelated: 1\nrun: x\n");
     REQUIRE(far.size() == 1);
@@ -233,14 +238,16 @@ TEST_CASE("malformed YAML, multiple documents, empty files") {
 
 TEST_CASE("hostile documents are rejected without a crash") {
     SECTION("deep nesting") {
-        std::string deep = "run: x\nconfig:\n  kubernetes:\n    pod_config: " + std::string(100000, '[') + "\n";
+        std::string deep =
+            "run: x\nconfig:\n  kubernetes:\n    pod_config: " + std::string(100000, '[') + "\n";
         auto errs = errors_of(deep);
         CHECK_FALSE(errs.empty());
     }
     SECTION("an alias bomb under pod_config") {
         std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
         // Built as a separate document key would be unknown; put the bomb where free-form YAML is allowed.
-        std::string doc = "run: x\nconfig:\n  kubernetes:\n    pod_config:\n      l0: &l0 [x, x, x, x, x, x, x, x, x]\n";
+        std::string doc =
+            "run: x\nconfig:\n  kubernetes:\n    pod_config:\n      l0: &l0 [x, x, x, x, x, x, x, x, x]\n";
         for (int i = 1; i < 9; ++i) {
             doc += "      l" + std::to_string(i) + ": &l" + std::to_string(i) + " [";
             for (int k = 0; k < 9; ++k) {
@@ -265,7 +272,8 @@ TEST_CASE("envs and secrets: values, nulls and overrides") {
     // The stray key is an error; every other problem was satisfied by overrides.
     REQUIRE(r.diagnostics.size() == 2);
     CHECK(format_diagnostic(r.diagnostics[0]).find("envs_unused_check") != std::string::npos);
-    CHECK(format_diagnostic(r.diagnostics[1]) == "task.yaml:4:3: envs.EMPTY: has no value; pass --env EMPTY=VALUE");
+    CHECK(format_diagnostic(r.diagnostics[1]) ==
+          "task.yaml:4:3: envs.EMPTY: has no value; pass --env EMPTY=VALUE");
 
     auto ok = load("envs:\n  A: file\n  B: 'quotes \" and $HOME'\nsecrets:\n  TOKEN:\nrun: x\n", o,
                    {{"FROM_HERE", "copied"}});
@@ -283,7 +291,8 @@ TEST_CASE("envs and secrets: values, nulls and overrides") {
     missing.envs = {"NOT_SET_ANYWHERE"};
     auto errs = errors_of("run: x\n", missing);
     REQUIRE(errs.size() == 1);
-    CHECK(errs[0] == "--env: envs.NOT_SET_ANYWHERE: is not set in the local environment (use K=V to give a value)");
+    CHECK(errs[0] ==
+          "--env: envs.NOT_SET_ANYWHERE: is not set in the local environment (use K=V to give a value)");
 }
 
 TEST_CASE("the redacted spec keeps secret names, never values") {

@@ -2,14 +2,15 @@
 // Shared by the store tests: a throwaway folder, a sample job, and raw SQLite access for looking at (or
 // tampering with) the file behind the store's back.
 
-#include "core/job.hpp"
-
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
-#include <sqlite3.h>
 #include <string>
 #include <system_error>
+
+#include <sqlite3.h>
+
+#include "core/job.hpp"
 
 namespace tandem::store::testing {
 

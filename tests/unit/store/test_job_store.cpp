@@ -1,12 +1,13 @@
-#include "store/job_store.hpp"
-#include "store_test_support.hpp"
-
 #include <algorithm>
-#include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
 #include <iterator>
 #include <set>
+
+#include <catch2/catch.hpp>
+
+#include "store/job_store.hpp"
+#include "store_test_support.hpp"
 
 using namespace tandem;
 using namespace tandem::store;

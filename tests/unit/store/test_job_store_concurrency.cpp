@@ -2,15 +2,16 @@
 // These tests start the processes (and threads) at the same instant on a file that does not exist yet,
 // which is when opening races hardest: the WAL switch and schema creation.
 
-#include "store/job_store.hpp"
-#include "store_test_support.hpp"
-
-#include <catch2/catch.hpp>
 #include <cstdio>
 #include <set>
-#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <sys/wait.h>
+
+#include "store/job_store.hpp"
+#include "store_test_support.hpp"
 
 using namespace tandem;
 using namespace tandem::store;
