@@ -91,7 +91,9 @@ Result<int> status(Context& ctx, const StatusFlags& flags) {
         for (const auto& v : views) {
             arr.push_back(job_json(v.record, v.unreachable, v.unreachable_reason));
         }
-        print_json(nlohmann::json{{"jobs", arr}});
+        nlohmann::json out;
+        out["jobs"] = std::move(arr); // an initializer list would copy 10,000 objects
+        print_json(out);
         return exit_code::ok;
     }
     if (views.empty()) {
