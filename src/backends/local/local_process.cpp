@@ -95,6 +95,11 @@ bool terminate_group(int pgid, std::chrono::milliseconds grace) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     ::kill(-pgid, SIGKILL);
+    // KILL is delivered asynchronously; wait (briefly) so the caller's "cancelled" is true when it returns.
+    const auto kill_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (group_alive(pgid) && std::chrono::steady_clock::now() < kill_deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     return true;
 }
 
