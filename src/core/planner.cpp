@@ -101,19 +101,6 @@ std::vector<Candidate> make_candidates(const TaskSpec& spec, const std::vector<R
 
 // ---- Feasibility -------------------------------------------------------------------------------------
 
-std::string describe(const InfraPin& pin) {
-    std::string out = pin.kind;
-    if (!pin.cluster.empty()) {
-        out += "/" + pin.cluster;
-        if (!pin.pool.empty()) {
-            out += "/" + pin.pool;
-        }
-    } else if (!pin.pool.empty()) {
-        out += "/*/" + pin.pool;
-    }
-    return out;
-}
-
 // Kubernetes clusters are configured as "k8s/<context>" while a pin names just the context.
 bool cluster_matches(const ClusterInventory& cluster, std::string_view wanted) {
     constexpr std::string_view k8s_prefix = "k8s/";
@@ -128,7 +115,7 @@ std::string cluster_mismatch(const Candidate& c, const ClusterInventory& cluster
         const auto kind = backend_kind_from_string(pin->kind);
         if (!kind || *kind != cluster.kind ||
             (!pin->cluster.empty() && !cluster_matches(cluster, pin->cluster))) {
-            return "infra pinned to " + describe(*pin);
+            return "infra pinned to " + format_infra(*pin);
         }
     }
     return c.unsupported[static_cast<std::size_t>(cluster.kind)];
@@ -157,7 +144,7 @@ std::string pool_mismatch(const Candidate& c, const TaskSpec& spec, BackendKind 
                           const TimeLimit& time) {
     const Resources& r = c.option->resources;
     if (r.infra && !r.infra->pool.empty() && r.infra->pool != pool.name) {
-        return "infra pinned to " + describe(*r.infra);
+        return "infra pinned to " + format_infra(*r.infra);
     }
     if (pool.nodes_total < spec.num_nodes) {
         return fmt::format("needs {} nodes, pool has {}", spec.num_nodes, pool.nodes_total);

@@ -163,19 +163,22 @@ std::vector<std::string> LocalBackend::environment(const TaskSpec& spec, const P
     return env;
 }
 
-Result<std::string> LocalBackend::render(const TaskSpec& spec, const Placement& placement,
-                                         std::int64_t job_id) {
-    std::string out = fmt::format("# {}/wrapper.sh (cwd: {})\n{}", job_dir(job_id),
-                                  spec.workdir.value_or("the current directory"), k_wrapper);
-    if (!spec.setup.empty()) {
-        out += fmt::format("\n# setup.sh\n{}\n", spec.setup);
-    }
-    if (!spec.run.empty()) {
-        out += fmt::format("\n# run.sh\n{}\n", spec.run);
-    }
-    out += "\n# environment added for the job\n";
+Result<std::string> LocalBackend::render(const TaskSpec& spec, const Placement& placement, std::int64_t job_id) {
+    // job_id 0: a dry run, before the store has given the job its id.
+    const std::string dir = job_id == 0 ? m_jobs_dir + "/<ID>" : job_dir(job_id);
+    std::string out = fmt::format("# {}/wrapper.sh (cwd: {})\n{}", dir, spec.workdir.value_or("the current directory"),
+                                  k_wrapper);
+    auto section = [&](const char* name, const std::string& text) {
+        if (!text.empty()) {
+            out += fmt::format("\n# {}\n{}{}", name, text, text.back() == '\n' ? "" : "\n");
+        }
+    };
+    section("setup.sh", spec.setup);
+    section("run.sh", spec.run);
+    out += "\n# environment added for the job (and the caller's own)\n";
     for (const auto& kv : environment(spec, placement, job_id, false)) {
-        if (kv.rfind("TANDEM_", 0) == 0 || kv.rfind("SKYPILOT_", 0) == 0) {
+        const bool added = kv.rfind("TANDEM_", 0) == 0 || kv.rfind("SKYPILOT_", 0) == 0;
+        if (added && kv.rfind("TANDEM_HOME=", 0) != 0) {
             out += kv + "\n";
         }
     }
