@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/file_log.hpp"
 #include "core/quantity.hpp"
 
 namespace tandem::local {
@@ -304,76 +305,12 @@ Status LocalBackend::cancel(const JobRecord& job) {
 }
 
 Status LocalBackend::logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) {
-    const fs::path file = fs::path(job_dir(job.id)) / "output.log";
-    std::ifstream in(file, std::ios::binary);
-    if (!in && !options.follow) {
-        return fail(ErrorKind::not_found,
-                    fmt::format("job {} has no output file ({})", job.id, file.string()));
+    const std::string file = (fs::path(job_dir(job.id)) / "output.log").string();
+    auto streamed = backends::stream_file(file, options, sink, [&] { return is_terminal(observe(job).state); });
+    if (!streamed && streamed.error().kind == ErrorKind::not_found) {
+        return fail(ErrorKind::not_found, fmt::format("job {} has no output file ({})", job.id, file));
     }
-    std::uintmax_t offset = 0;
-    if (in && options.tail_lines) {
-        offset = tail_offset(file, *options.tail_lines);
-    }
-    std::string buffer(64 * 1024, '\0');
-    auto drain = [&]() -> bool {
-        if (!in.is_open()) {
-            in.open(file, std::ios::binary);
-            if (!in) {
-                return true;
-            }
-        }
-        in.clear();
-        in.seekg(static_cast<std::streamoff>(offset));
-        while (in.read(buffer.data(), static_cast<std::streamsize>(buffer.size())) || in.gcount() > 0) {
-            auto n = static_cast<std::size_t>(in.gcount());
-            offset += n;
-            if (!sink(std::string_view(buffer.data(), n))) {
-                return false;
-            }
-        }
-        return true;
-    };
-    if (!drain()) {
-        return {};
-    }
-    while (options.follow) {
-        const bool ended = is_terminal(observe(job).state);
-        if (!drain() || ended) {
-            break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return {};
-}
-
-std::uintmax_t LocalBackend::tail_offset(const std::string& file, int lines) {
-    std::ifstream in(file, std::ios::binary | std::ios::ate);
-    std::streamoff size = in.tellg();
-    if (size <= 0 || lines <= 0) {
-        return lines <= 0 ? static_cast<std::uintmax_t>(std::max<std::streamoff>(size, 0)) : 0;
-    }
-    // Walk back from the end; a final newline does not start a new line.
-    std::streamoff pos = size;
-    int seen = 0;
-    char c = 0;
-    const std::streamoff chunk = 4096;
-    std::string buf;
-    while (pos > 0) {
-        std::streamoff start = std::max<std::streamoff>(0, pos - chunk);
-        buf.resize(static_cast<std::size_t>(pos - start));
-        in.seekg(start);
-        in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-        for (std::streamoff i = pos - start - 1; i >= 0; --i) {
-            c = buf[static_cast<std::size_t>(i)];
-            if (c == '\n' && start + i != size - 1) {
-                if (++seen == lines) {
-                    return static_cast<std::uintmax_t>(start + i + 1);
-                }
-            }
-        }
-        pos = start;
-    }
-    return 0;
+    return streamed;
 }
 
 } // namespace tandem::local

@@ -33,9 +33,6 @@ public:
     Status cancel(const JobRecord& job) override;
     Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
 
-    // Byte offset where the last `lines` lines of `file` begin.
-    static std::uintmax_t tail_offset(const std::string& file, int lines);
-
 private:
     std::string job_dir(std::int64_t job_id) const;
     std::optional<ProcessId> process_of(const JobRecord& job) const;

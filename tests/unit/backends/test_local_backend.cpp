@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "backends/file_log.hpp"
 #include "backends/local/local_backend.hpp"
 #include "backends/registry.hpp"
 
@@ -175,13 +176,13 @@ TEST_CASE("tail_offset finds the start of the last N lines") {
     TempDir dir;
     const auto file = (dir.path / "f.log").string();
     std::ofstream(file) << "a\nbb\nccc\n";
-    CHECK(local::LocalBackend::tail_offset(file, 1) == 5);
-    CHECK(local::LocalBackend::tail_offset(file, 2) == 2);
-    CHECK(local::LocalBackend::tail_offset(file, 3) == 0);
-    CHECK(local::LocalBackend::tail_offset(file, 10) == 0);
-    CHECK(local::LocalBackend::tail_offset(file, 0) == 9);
+    CHECK(backends::tail_offset(file, 1) == 5);
+    CHECK(backends::tail_offset(file, 2) == 2);
+    CHECK(backends::tail_offset(file, 3) == 0);
+    CHECK(backends::tail_offset(file, 10) == 0);
+    CHECK(backends::tail_offset(file, 0) == 9);
     std::ofstream(file) << "no newline at end";
-    CHECK(local::LocalBackend::tail_offset(file, 1) == 0);
+    CHECK(backends::tail_offset(file, 1) == 0);
 }
 
 TEST_CASE("the backend table makes local backends and refuses unknown settings") {
