@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include "backends/local/local_backend.hpp"
+#include "backends/slurm/slurm_config.hpp"
+#include "backends/slurm/slurm_rest_backend.hpp"
 #include "core/quantity.hpp"
+#include "net/http_client.hpp"
 
 namespace tandem::backends {
 
@@ -41,6 +44,22 @@ Result<std::unique_ptr<Backend>> make_local(const ClusterConfig& c, const Backen
     return std::make_unique<local::LocalBackend>(c.name, context.state_dir, settings);
 }
 
+Result<std::unique_ptr<Backend>> make_slurm(const ClusterConfig& c, const BackendContext& context) {
+    auto settings = slurm::parse_slurm_settings(c, context.getenv);
+    if (!settings) {
+        return tl::unexpected(settings.error());
+    }
+    if (!settings->rest) {
+        return fail(ErrorKind::config,
+                    fmt::format("{}cluster '{}': needs rest: settings", config_where(c), c.name));
+    }
+    net::TlsSettings tls;
+    tls.ca_file = settings->rest->ca_file;
+    auto http = std::make_unique<net::CurlHttpClient>(tls);
+    return std::make_unique<slurm::SlurmRestBackend>(c.name, std::move(*settings), context.state_dir,
+                                                     std::move(http));
+}
+
 Result<std::unique_ptr<Backend>> not_yet(const ClusterConfig& c, const BackendContext&) {
     return fail(ErrorKind::config,
                 fmt::format("{}cluster '{}': type {} is not supported by this version of tandem yet",
@@ -53,7 +72,7 @@ Result<std::unique_ptr<Backend>> not_yet(const ClusterConfig& c, const BackendCo
 const std::vector<BackendEntry>& backend_table() {
     static const std::vector<BackendEntry> table{
         {BackendKind::local, "this machine, detached process groups", make_local},
-        {BackendKind::slurm, "Slurm over slurmrestd or SSH (not yet available)", not_yet},
+        {BackendKind::slurm, "Slurm over slurmrestd (JWT); SSH comes next", make_slurm},
         {BackendKind::kubernetes, "Kubernetes batch/v1 Jobs (not yet available)", not_yet},
     };
     return table;

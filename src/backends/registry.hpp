@@ -12,6 +12,7 @@ namespace tandem::backends {
 
 struct BackendContext {
     std::string state_dir;
+    GetEnv getenv; // for settings such as token_env
 };
 
 using BackendFactory = Result<std::unique_ptr<Backend>> (*)(const ClusterConfig&, const BackendContext&);

@@ -74,7 +74,7 @@ Result<Backend*> Context::backend(const std::string& cluster) {
     }
     for (const auto& c : m_config.clusters) {
         if (c.name == cluster) {
-            auto made = backends::make_backend(c, backends::BackendContext{m_paths.state_dir});
+            auto made = backends::make_backend(c, backends::BackendContext{m_paths.state_dir, real_getenv});
             if (!made) {
                 return tl::unexpected(made.error());
             }

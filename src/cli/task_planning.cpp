@@ -59,6 +59,7 @@ Result<Inventory> gather_inventory(Context& ctx) {
             down.kind = c.kind;
             down.reachable = false;
             down.error = inv.error().message;
+            down.error_kind = inv.error().kind;
             inventory.clusters.push_back(std::move(down));
         }
     }
@@ -86,11 +87,24 @@ std::string rejection_line(const Rejection& r) {
 }
 
 Error no_placement_error(const PlannedTask& planned) {
+    // When the only clusters that could have run it could not be asked, say that, with its own class
+    // (a refused token is exit 4, an unreachable server 5), not "the task does not fit".
+    std::vector<const ClusterInventory*> down;
+    for (const auto& c : planned.inventory.clusters) {
+        if (!c.reachable) {
+            down.push_back(&c);
+        }
+    }
+    if (down.size() == 1 && planned.inventory.clusters.size() == 1) {
+        return Error{down.front()->error_kind, down.front()->error, ""};
+    }
     std::string message = fmt::format("no configured cluster can run task '{}'", planned.spec.name);
     for (const auto& r : planned.plan.rejections) {
         message += "\n  " + rejection_line(r);
     }
-    return Error{ErrorKind::invalid_spec, message, "see `tandem plan FILE` and `tandem infra`"};
+    const bool all_down = !down.empty() && down.size() == planned.inventory.clusters.size();
+    return Error{all_down ? down.front()->error_kind : ErrorKind::invalid_spec, message,
+                 "see `tandem plan FILE` and `tandem infra`"};
 }
 
 std::string placement_gpus(const TaskSpec& spec, const Placement& placement) {

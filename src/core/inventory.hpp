@@ -4,7 +4,10 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "core/error.hpp"
 
 namespace tandem {
 
@@ -33,6 +36,7 @@ struct ClusterInventory {
     BackendKind kind = BackendKind::local;
     bool reachable = true;
     std::string error; // why not reachable
+    ErrorKind error_kind = ErrorKind::unavailable;
     std::vector<Pool> pools;
 };
 

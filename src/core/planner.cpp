@@ -162,8 +162,11 @@ std::string pool_mismatch(const Candidate& c, const TaskSpec& spec, BackendKind 
         return fmt::format("needs {} GB memory per node, pool has {} GB", r.memory_gb->value,
                            pool.memory_gb_per_node);
     }
-    // `config.slurm.time` is addressed to Slurm; other backends ignore it.
+    // `config.slurm.*` is addressed to Slurm; other backends ignore it.
     if (kind == BackendKind::slurm) {
+        if (spec.slurm.partition && *spec.slurm.partition != pool.name) {
+            return fmt::format("config.slurm.partition is {}", *spec.slurm.partition);
+        }
         if (!time.error.empty()) {
             return time.error;
         }

@@ -169,12 +169,12 @@ TEST_CASE("configuration errors are exit 2 with the config file's position", "[c
             CHECK(contains(r.err, "slurmm"));
         }
     }
-    SECTION("a backend this build does not have") {
+    SECTION("a slurm cluster without its rest settings") {
         t.write_config("clusters: [{name: a, type: slurm}]\n");
         auto r = t.tandem({"launch", task});
         INFO(r);
         CHECK(r.exit_code == 2);
-        CHECK(contains(r.err, "slurm is not supported by this version"));
+        CHECK(contains(r.err, "clusters.a.rest: is required"));
         CHECK(contains(r.err, config + ":1:"));
         CHECK(t.jobs_json().empty());
         auto check = t.tandem({"check"});

@@ -187,7 +187,7 @@ TEST_CASE("tail_offset finds the start of the last N lines") {
 
 TEST_CASE("the backend table makes local backends and refuses unknown settings") {
     ClusterConfig ok{"box", BackendKind::local, {{"accelerators", "H100:8"}}, {}};
-    auto made = backends::make_backend(ok, {"/tmp"});
+    auto made = backends::make_backend(ok, {"/tmp", {}});
     REQUIRE(made);
     auto inv = (*made)->inventory();
     REQUIRE(inv);
@@ -197,13 +197,14 @@ TEST_CASE("the backend table makes local backends and refuses unknown settings")
     CHECK(inv->pools[0].cpus_per_node > 0);
 
     ClusterConfig bad{"box", BackendKind::local, {{"gpus", "8"}}, {}};
-    auto refused = backends::make_backend(bad, {"/tmp"});
+    auto refused = backends::make_backend(bad, {"/tmp", {}});
     REQUIRE_FALSE(refused);
     CHECK(refused.error().kind == ErrorKind::config);
     CHECK(refused.error().message.find("clusters.box.gpus: unknown setting") != std::string::npos);
 
     ClusterConfig slurm{"hpc", BackendKind::slurm, nlohmann::json::object(), {}};
-    auto not_yet = backends::make_backend(slurm, {"/tmp"});
-    REQUIRE_FALSE(not_yet);
-    CHECK(not_yet.error().message.find("not supported by this version") != std::string::npos);
+    auto no_rest = backends::make_backend(slurm, {"/tmp", {}});
+    REQUIRE_FALSE(no_rest);
+    CHECK(no_rest.error().kind == ErrorKind::config);
+    CHECK(no_rest.error().message.find("clusters.hpc.rest: is required") != std::string::npos);
 }

@@ -631,3 +631,15 @@ TEST_CASE("planner: a thousand pools plan correctly") {
         CHECK(p.placements[i - 1].score >= p.placements[i].score);
     }
 }
+
+TEST_CASE("planner: config.slurm.partition pins Slurm pools and is ignored elsewhere") {
+    auto spec = task();
+    spec.slurm.partition.emplace("cpu");
+    Inventory inv{{cluster("s", BackendKind::slurm, {cpu_pool("cpu"), cpu_pool("gpu")}),
+                   cluster("k8s/prod", BackendKind::kubernetes, {cpu_pool("nodes")})}};
+    const auto p = plan(spec, inv);
+    CHECK(placement_at(p, "s", "cpu") != nullptr);
+    CHECK(placement_at(p, "s", "gpu") == nullptr);
+    CHECK(reason_of(p, "s", "gpu") == "config.slurm.partition is cpu");
+    CHECK(placement_at(p, "k8s/prod", "nodes") != nullptr);
+}

@@ -1,0 +1,225 @@
+// Rendering of the sbatch script (the model is described in sbatch_script.hpp).
+
+#include "backends/slurm/sbatch_script.hpp"
+
+#include <algorithm>
+#include <array>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "backends/slurm/script_quoting.hpp"
+
+namespace tandem::slurm {
+
+namespace {
+
+// Runs on every node, as `bash -c "$tandem_node" tandem-node SETUP RUN`. Fixed text: no user input.
+constexpr std::string_view k_node_program =
+    R"(export TANDEM_NODE_RANK="$SLURM_NODEID" SKYPILOT_NODE_RANK="$SLURM_NODEID"
+rc=0
+if [ -n "$1" ]; then /bin/bash -c "$1" tandem-setup; rc=$?; fi
+if [ "$rc" -eq 0 ] && [ -n "$2" ]; then /bin/bash -c "$2" tandem-run; rc=$?; fi
+exit "$rc")";
+
+constexpr std::string_view k_shared_variables =
+    R"(export TANDEM_NUM_NODES="$SLURM_JOB_NUM_NODES" SKYPILOT_NUM_NODES="$SLURM_JOB_NUM_NODES"
+if ! TANDEM_NODE_IPS=$(scontrol show hostnames "$SLURM_JOB_NODELIST"); then
+    echo "tandem: 'scontrol show hostnames' failed; TANDEM_NODE_IPS is the raw node list" >&2
+    TANDEM_NODE_IPS=$SLURM_JOB_NODELIST
+fi
+export TANDEM_NODE_IPS SKYPILOT_NODE_IPS="$TANDEM_NODE_IPS"
+)";
+
+// Names the script sets itself; an entry of the plan's environment with one of them is not repeated.
+constexpr std::array<std::string_view, 11> k_own_names{
+    "TANDEM_JOB_ID",      "TANDEM_JOB_NAME",   "TANDEM_NUM_GPUS_PER_NODE", "TANDEM_NUM_NODES",
+    "TANDEM_NODE_IPS",    "TANDEM_NODE_RANK",  "SKYPILOT_TASK_ID",         "SKYPILOT_NUM_GPUS_PER_NODE",
+    "SKYPILOT_NUM_NODES", "SKYPILOT_NODE_IPS", "SKYPILOT_NODE_RANK",
+};
+
+bool is_own_name(std::string_view name) {
+    return std::find(k_own_names.begin(), k_own_names.end(), name) != k_own_names.end();
+}
+
+tl::unexpected<Error> refuse(std::string message) {
+    return fail(ErrorKind::invalid_spec, "slurm: " + std::move(message));
+}
+
+bool has_nul(std::string_view s) {
+    return s.find('\0') != std::string_view::npos;
+}
+
+Status add_directive(std::string& out, std::string_view option, std::string_view value) {
+    const auto quoted = sbatch_value(value);
+    if (!quoted) {
+        return refuse(fmt::format("{} '{}' cannot be written on an #SBATCH line (a line break, a NUL or "
+                                  "\"packjob\", which sbatch erases)",
+                                  option, value));
+    }
+    out += fmt::format("#SBATCH {}={}\n", option, *quoted);
+    return {};
+}
+
+Result<std::string> directives(const SubmitPlan& plan) {
+    std::vector<std::pair<std::string, std::string>> d;
+    auto optional = [&](const char* option, std::string_view v) {
+        if (!v.empty()) {
+            d.emplace_back(option, std::string(v));
+        }
+    };
+    auto value_of = [](const std::optional<std::string>& v) {
+        return v ? std::string_view(*v) : std::string_view();
+    };
+    optional("--job-name", plan.job_name);
+    optional("--partition", plan.partition);
+    d.emplace_back("--nodes", std::to_string(plan.nodes));
+    d.emplace_back("--ntasks-per-node", "1");
+    if (plan.gpus_per_node > 0) {
+        d.emplace_back("--gres", plan.gres_type.empty()
+                                     ? fmt::format("gpu:{}", plan.gpus_per_node)
+                                     : fmt::format("gpu:{}:{}", plan.gres_type, plan.gpus_per_node));
+    }
+    if (plan.cpus_per_task) {
+        d.emplace_back("--cpus-per-task", std::to_string(*plan.cpus_per_task));
+    }
+    if (plan.memory_mb_per_node) {
+        d.emplace_back("--mem", fmt::format("{}M", *plan.memory_mb_per_node));
+    }
+    if (plan.tmp_disk_mb) {
+        d.emplace_back("--tmp", fmt::format("{}M", *plan.tmp_disk_mb));
+    }
+    d.emplace_back("--time", format_time_limit(plan.time_limit_minutes));
+    optional("--account", value_of(plan.account));
+    optional("--qos", value_of(plan.qos));
+    optional("--constraint", value_of(plan.constraint));
+    optional("--output", plan.output_pattern);
+    optional("--error", plan.output_pattern);
+    optional("--comment", plan.submit_token);
+    optional("--chdir", plan.working_directory);
+
+    std::string out;
+    for (const auto& [option, value] : d) {
+        if (auto ok = add_directive(out, option, value); !ok) {
+            return tl::unexpected(ok.error());
+        }
+    }
+    return out;
+}
+
+Result<std::string> exports(const TaskSpec& spec, const SubmitPlan& plan) {
+    std::set<std::string, std::less<>> secrets;
+    for (const auto& [name, value] : spec.secrets) {
+        secrets.insert(name);
+    }
+    std::string out;
+    for (const auto& [name, value] : plan.environment) {
+        if (!is_shell_name(name)) {
+            return refuse(fmt::format("environment variable name '{}' is not a shell name", name));
+        }
+        if (has_nul(value)) {
+            return refuse(fmt::format("the value of {} contains a NUL byte", name));
+        }
+        if (secrets.count(name) > 0 || is_own_name(name)) {
+            continue;
+        }
+        out += fmt::format("export {}={}\n", name, shell_quote(value));
+    }
+    return out;
+}
+
+// `name`=the text, verbatim. A quoted here-document keeps it readable in `tandem plan`; a text with a CR
+// (which sbatch would refuse in the script) becomes one single-quoted word instead.
+std::string embed(std::string_view variable, std::string_view text, std::string_view delimiter_base) {
+    if (text.empty()) {
+        return fmt::format("{}=''\n", variable);
+    }
+    if (text.find('\r') != std::string_view::npos) {
+        return fmt::format("{}={}\n", variable, shell_quote(text));
+    }
+    // The here-document ends with a newline of its own, which the last line strips again: the text's
+    // own trailing newlines (or their absence) survive exactly.
+    const std::string delimiter = heredoc_delimiter(text, delimiter_base);
+    return fmt::format("IFS= read -r -d '' {0} <<'{1}'\n{2}\n{1}\n{0}=${{{0}%$'\\n'}}\n", variable, delimiter,
+                       text);
+}
+
+Status check_user_script(std::string_view field, std::string_view text) {
+    if (has_nul(text)) {
+        return refuse(fmt::format("{} contains a NUL byte", field));
+    }
+    if (text.size() > k_max_script_bytes) {
+        return refuse(fmt::format("{} is {} bytes; the Slurm backend hands it to every node as one srun "
+                                  "argument, which Linux limits to 128 KiB: move the bulk into a file in "
+                                  "workdir",
+                                  field, text.size()));
+    }
+    return {};
+}
+
+} // namespace
+
+std::string format_time_limit(int minutes) {
+    return fmt::format("{}-{:02}:{:02}:00", minutes / (24 * 60), (minutes / 60) % 24, minutes % 60);
+}
+
+Result<std::string> render_sbatch_script(const TaskSpec& spec, const SubmitPlan& plan) {
+    if (plan.time_limit_minutes <= 0) {
+        return refuse("no time limit: set config.slurm.time or give the partition a MaxTime");
+    }
+    if (plan.nodes < 1 || plan.gpus_per_node < 0) {
+        return fail(ErrorKind::internal, "slurm: a submit plan needs nodes >= 1 and gpus_per_node >= 0");
+    }
+    for (const auto& [field, text] :
+         {std::pair<std::string_view, std::string_view>{"setup", spec.setup}, {"run", spec.run}}) {
+        if (auto ok = check_user_script(field, text); !ok) {
+            return tl::unexpected(ok.error());
+        }
+    }
+    auto head = directives(plan);
+    if (!head) {
+        return tl::unexpected(head.error());
+    }
+    auto env = exports(spec, plan);
+    if (!env) {
+        return tl::unexpected(env.error());
+    }
+
+    std::string s = "#!/bin/bash\n" + *head;
+    s +=
+        fmt::format("#\n# tandem job {}: setup, then run, on every node of the allocation (one srun task per "
+                    "node).\n\n",
+                    plan.tandem_id);
+    s += "# slurmrestd starts the script with only the submitted environment: fill in the login basics.\n"
+         "export PATH=\"${PATH:-/usr/local/bin:/usr/bin:/bin}\"\n"
+         "export USER=\"${USER:-$(id -un)}\"\n"
+         "export HOME=\"${HOME:-$(getent passwd \"$USER\" | cut -d: -f6)}\"\n\n";
+    if (!env->empty()) {
+        s += "# The task's environment. Secrets are not written here: they come in the job's environment.\n";
+        s += *env + "\n";
+    }
+    s += "# The same variables on every backend; the node rank is set on each node below.\n";
+    s += fmt::format("export TANDEM_JOB_ID={0} TANDEM_JOB_NAME={1} SKYPILOT_TASK_ID={2}\n",
+                     shell_quote(std::to_string(plan.tandem_id)), shell_quote(plan.job_name),
+                     shell_quote(fmt::format("tandem-{}-{}", plan.tandem_id, plan.job_name)));
+    s += fmt::format("export TANDEM_NUM_GPUS_PER_NODE={0} SKYPILOT_NUM_GPUS_PER_NODE={0}\n",
+                     shell_quote(std::to_string(plan.gpus_per_node)));
+    s += k_shared_variables;
+    s += "\n# The task's setup and run, verbatim: nothing in them is expanded here.\n";
+    s += embed("tandem_setup", spec.setup, "TANDEM_SETUP_EOF");
+    s += embed("tandem_run", spec.run, "TANDEM_RUN_EOF");
+    s += "\n# On each node: its rank, setup, then run only if setup exited 0; the exit code is run's or "
+         "setup's.\n";
+    s += fmt::format("tandem_node={}\n", shell_quote(k_node_program));
+    s += "srun --export=ALL --nodes=\"$SLURM_JOB_NUM_NODES\" --ntasks=\"$SLURM_JOB_NUM_NODES\" "
+         "--ntasks-per-node=1";
+    if (plan.cpus_per_task) { // srun does not inherit --cpus-per-task from the batch job on Slurm 22.05
+        s += fmt::format(" --cpus-per-task={}", *plan.cpus_per_task);
+    }
+    s += " --kill-on-bad-exit=1 \\\n"
+         "    /bin/bash -c \"$tandem_node\" tandem-node \"$tandem_setup\" \"$tandem_run\"\n";
+    s += "exit $?\n";
+    return s;
+}
+
+} // namespace tandem::slurm

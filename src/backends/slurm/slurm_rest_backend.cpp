@@ -1,0 +1,542 @@
+#include "backends/slurm/slurm_rest_backend.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "backends/file_log.hpp"
+#include "backends/slurm/rest_json.hpp"
+#include "backends/slurm/rest_v0038.hpp"
+#include "backends/slurm/rest_v0040.hpp"
+#include "backends/slurm/sbatch_script.hpp"
+#include "core/quantity.hpp"
+
+namespace tandem::slurm {
+
+namespace {
+
+constexpr std::int64_t k_api_cache_seconds = 3600;
+
+std::int64_t now_seconds() {
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+std::string random_token() {
+    std::random_device rd;
+    return fmt::format("tandem-{:08x}{:08x}", rd(), rd());
+}
+
+std::string lower(std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+    return s;
+}
+
+// "gpu:h100:8(S:0-1)" -> {"h100", 8}; "gpu:8" -> {"", 8}; anything else -> {"", 0}.
+std::pair<std::string, int> gpu_gres(const std::string& gres) {
+    std::stringstream items(gres);
+    for (std::string item; std::getline(items, item, ',');) {
+        if (item.rfind("gpu:", 0) != 0) {
+            continue;
+        }
+        item = item.substr(0, item.find('('));
+        auto last = item.rfind(':');
+        int count = std::atoi(item.c_str() + last + 1);
+        std::string type = last > 3 ? item.substr(4, last - 4) : std::string();
+        return {type, count};
+    }
+    return {"", 0};
+}
+
+bool node_free(const SlurmNode& n) {
+    return n.state == "idle" && n.alloc_cpus == 0;
+}
+
+} // namespace
+
+SlurmRestBackend::SlurmRestBackend(std::string cluster, SlurmSettings settings, std::string state_dir,
+                                   std::unique_ptr<net::HttpClient> http)
+    : m_cluster(std::move(cluster)), m_settings(std::move(settings)),
+      m_cache_file(state_dir + "/cache/slurm-api-" + m_cluster + ".json"), m_http(std::move(http)) {}
+
+std::string SlurmRestBackend::output_path(const std::string& slurm_id) const {
+    return fmt::format("{}/tandem-{}.out", m_settings.home, slurm_id);
+}
+
+// slurmrestd answers most failures with HTTP 500 and a JSON errors[] list, so 400 and 500 are read here
+// rather than turned into generic HTTP errors.
+Result<nlohmann::json> SlurmRestBackend::call(const std::string& method, const std::string& p,
+                                              const std::string& body, bool idempotent) {
+    const auto& rest = *m_settings.rest;
+    net::HttpRequest request;
+    request.method = method;
+    request.url = rest.url + p;
+    request.headers = {{"X-SLURM-USER-NAME", rest.user}, {"X-SLURM-USER-TOKEN", rest.token}};
+    request.body = body;
+    if (!body.empty()) {
+        request.content_type = "application/json";
+    }
+    request.timeout = m_settings.timeout;
+    request.idempotent = idempotent;
+    request.pass_statuses = {400, 404, 500};
+    auto response = m_http->request(request);
+    auto named = [&](Error e) {
+        e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
+        if (e.kind == ErrorKind::unauthorized && e.hint.empty()) {
+            e.hint = "mint a new token (`scontrol token lifespan=86400`) and update the cluster's rest.token";
+        }
+        return tl::unexpected(std::move(e));
+    };
+    if (!response) {
+        return named(response.error());
+    }
+    nlohmann::json json = nlohmann::json::parse(response->body, nullptr, false);
+    if (json.is_discarded()) {
+        std::string excerpt = response->body.substr(0, 120);
+        std::replace(excerpt.begin(), excerpt.end(), '\n', ' ');
+        return named(
+            Error{ErrorKind::remote,
+                  fmt::format("slurmrestd answered HTTP {} with non-JSON: {}", response->status, excerpt),
+                  {}});
+    }
+    if (response->status >= 400) {
+        auto err = slurm::rest::response_error(json);
+        Error e =
+            err ? *err
+                : Error{ErrorKind::remote, fmt::format("slurmrestd answered HTTP {}", response->status), {}};
+        // Slurm 22.05 answers an expired or wrong JWT with HTTP 500 "Unspecified error" (error -1), not 401.
+        const auto& errors = slurm::rest::at_path(json, {"errors"});
+        for (const auto& item : errors.is_array() ? errors : nlohmann::json::array()) {
+            const bool minus_one = item.value("error_number", 0) == -1 || item.value("errno", 0) == -1;
+            if (minus_one && item.value("error", "") == "Unspecified error") {
+                e.kind = ErrorKind::unauthorized;
+                e.message =
+                    fmt::format("slurmrestd at {} refused the request for user {}: the token is expired "
+                                "or wrong (Slurm answers \"Unspecified error\")",
+                                rest.url, rest.user);
+            }
+        }
+        return named(e);
+    }
+    return json;
+}
+
+Result<ApiChoice> SlurmRestBackend::api() {
+    if (m_api) {
+        return *m_api;
+    }
+    const auto& wanted = m_settings.rest->api_version;
+    // The discovery is cached: `status` must cost one request, not two.
+    std::ifstream cached(m_cache_file);
+    auto j = nlohmann::json::parse(cached, nullptr, false);
+    if (!j.is_discarded() && j.value("url", "") == m_settings.rest->url &&
+        now_seconds() - j.value("at", std::int64_t{0}) < k_api_cache_seconds) {
+        auto choice = choose_api_version(j.value("paths", nlohmann::json::array()));
+        if (choice && (wanted == "auto" || to_string(choice->version) == wanted)) {
+            m_api = *choice;
+            return *m_api;
+        }
+    }
+    auto doc = call("GET", "/openapi/v3", "", true);
+    if (!doc) {
+        return tl::unexpected(doc.error());
+    }
+    nlohmann::json paths = nlohmann::json::array();
+    const auto& served = slurm::rest::at_path(*doc, {"paths"});
+    if (served.is_object()) {
+        for (const auto& [p, _] : served.items()) {
+            paths.push_back(p);
+        }
+    }
+    auto choice = choose_api_version(paths);
+    if (!choice) {
+        Error e = choice.error();
+        e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
+        return tl::unexpected(e);
+    }
+    if (wanted != "auto") {
+        if (std::find(choice->offered.begin(), choice->offered.end(), wanted) == choice->offered.end()) {
+            return fail(ErrorKind::config, fmt::format("cluster {}: rest.api_version {} is not served by {}",
+                                                       m_cluster, wanted, m_settings.rest->url));
+        }
+        // Pinned: speak what was asked, keeping what the server told about accounting.
+        for (auto v : {ApiVersion::v0_0_38, ApiVersion::v0_0_40, ApiVersion::v0_0_41}) {
+            if (to_string(v) == wanted) {
+                choice->version = v;
+            }
+        }
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(m_cache_file).parent_path(), ec);
+    std::ofstream(m_cache_file) << nlohmann::json{
+        {"url", m_settings.rest->url}, {"at", now_seconds()}, {"paths", paths}};
+    m_api = *choice;
+    return *m_api;
+}
+
+std::string SlurmRestBackend::path(const char* tree, const std::string& rest) {
+    return fmt::format("/{}/{}{}", tree, to_string(m_api->version), rest);
+}
+
+Result<std::string> SlurmRestBackend::check() {
+    auto choice = api();
+    if (!choice) {
+        return tl::unexpected(choice.error());
+    }
+    auto ping = call("GET", path("slurm", "/ping"), "", true);
+    if (!ping) {
+        return tl::unexpected(ping.error());
+    }
+    // Ping does not check the token on 22.05; listing partitions does.
+    auto partitions = call("GET", path("slurm", "/partitions"), "", true);
+    if (!partitions) {
+        return tl::unexpected(partitions.error());
+    }
+    return fmt::format("slurmrestd at {}, API {}{}, user {}", m_settings.rest->url,
+                       to_string(choice->version), choice->accounting ? " + accounting" : "",
+                       m_settings.rest->user);
+}
+
+Result<ClusterInventory> SlurmRestBackend::inventory() {
+    auto choice = api();
+    if (!choice) {
+        return tl::unexpected(choice.error());
+    }
+    const bool v38 = choice->version == ApiVersion::v0_0_38;
+    auto pj = call("GET", path("slurm", "/partitions"), "", true);
+    if (!pj) {
+        return tl::unexpected(pj.error());
+    }
+    auto nj = call("GET", path("slurm", "/nodes"), "", true);
+    if (!nj) {
+        return tl::unexpected(nj.error());
+    }
+    auto partitions = v38 ? v0038::parse_partitions(*pj) : v0040::parse_partitions(*pj);
+    auto nodes = v38 ? v0038::parse_nodes(*nj) : v0040::parse_nodes(*nj);
+    if (!partitions || !nodes) {
+        Error e = partitions ? nodes.error() : partitions.error();
+        e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
+        return tl::unexpected(e);
+    }
+    std::map<std::string, const SlurmNode*> by_name;
+    for (const auto& n : *nodes) {
+        by_name[n.name] = &n;
+    }
+    ClusterInventory inv;
+    inv.name = m_cluster;
+    inv.kind = BackendKind::slurm;
+    for (const auto& part : *partitions) {
+        Pool pool;
+        pool.name = part.name;
+        pool.max_time_minutes = part.max_time_minutes;
+        std::map<std::string, int> states;
+        bool first = true;
+        for (const auto& name : part.nodes) {
+            auto it = by_name.find(name);
+            if (it == by_name.end()) {
+                continue;
+            }
+            const SlurmNode& n = *it->second;
+            auto [type, gpus] = gpu_gres(n.gres);
+            auto used = gpu_gres(n.gres_used).second;
+            const bool usable = n.state != "down" && n.state.find("drain") == std::string::npos;
+            if (first) { // a pool is a partition; per-node facts are taken as the smallest node's
+                pool.accelerator = type;
+                pool.gpus_per_node = gpus;
+                pool.cpus_per_node = n.cpus;
+                pool.memory_gb_per_node = n.real_memory_mb / 1024.0;
+                first = false;
+            } else {
+                pool.gpus_per_node = std::min(pool.gpus_per_node, gpus);
+                pool.cpus_per_node = std::min(pool.cpus_per_node, n.cpus);
+                pool.memory_gb_per_node = std::min(pool.memory_gb_per_node, n.real_memory_mb / 1024.0);
+            }
+            ++pool.nodes_total;
+            pool.gpus_total += gpus;
+            if (usable) {
+                pool.gpus_free += std::max(0, gpus - used);
+                pool.nodes_free += node_free(n) ? 1 : 0;
+            }
+            ++states[n.state];
+        }
+        for (const auto& [state, count] : states) {
+            pool.node_states.push_back(fmt::format("{}:{}", state, count));
+        }
+        inv.pools.push_back(std::move(pool));
+    }
+    m_inventory = inv;
+    return inv;
+}
+
+Result<SubmitPlan> SlurmRestBackend::submit_plan(const TaskSpec& spec, const Placement& placement,
+                                                 std::int64_t job_id) {
+    if (!m_inventory) {
+        if (auto inv = inventory(); !inv) {
+            return tl::unexpected(inv.error());
+        }
+    }
+    const Pool* pool = nullptr;
+    for (const auto& p : m_inventory->pools) {
+        if (p.name == placement.pool) {
+            pool = &p;
+        }
+    }
+    if (pool == nullptr) {
+        return fail(ErrorKind::remote,
+                    fmt::format("cluster {}: partition {} is gone", m_cluster, placement.pool));
+    }
+    const auto options = spec.options();
+    const auto& resources = options.at(static_cast<std::size_t>(placement.option_index)).resources;
+    SubmitPlan plan;
+    plan.tandem_id = job_id;
+    plan.submit_token = random_token();
+    plan.job_name = spec.name;
+    plan.partition = placement.pool;
+    plan.nodes = spec.num_nodes;
+    if (!resources.accelerators.empty()) {
+        plan.gpus_per_node = static_cast<int>(resources.accelerators.front().count);
+        plan.gres_type =
+            pool->accelerator.empty() ? lower(resources.accelerators.front().name) : pool->accelerator;
+    }
+    if (resources.cpus) {
+        plan.cpus_per_task = static_cast<int>(std::ceil(resources.cpus->value));
+    }
+    if (resources.memory_gb) {
+        plan.memory_mb_per_node = static_cast<int>(std::ceil(resources.memory_gb->value * 1024));
+    }
+    if (resources.disk_size_gb) {
+        plan.tmp_disk_mb = static_cast<int>(std::ceil(*resources.disk_size_gb * 1024));
+    }
+    if (spec.slurm.time) {
+        plan.time_limit_minutes = *parse_slurm_time_minutes(*spec.slurm.time);
+    } else if (pool->max_time_minutes) {
+        plan.time_limit_minutes = *pool->max_time_minutes;
+    } else {
+        return fail(ErrorKind::invalid_spec,
+                    fmt::format("partition {} on {} has no time limit and the task sets none", placement.pool,
+                                m_cluster),
+                    "set config.slurm.time in the task (e.g. time: 4:00:00); tandem never submits UNLIMITED");
+    }
+    plan.account = spec.slurm.account;
+    plan.qos = spec.slurm.qos;
+    plan.constraint = spec.slurm.constraint;
+    plan.working_directory = spec.workdir.value_or(m_settings.home);
+    plan.output_pattern = m_settings.home + "/tandem-%j.out";
+    plan.environment = {
+        {"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", m_settings.home}, {"USER", m_settings.rest->user}};
+    for (const auto& kv : spec.envs) {
+        plan.environment.push_back(kv);
+    }
+    for (const auto& kv : spec.secrets) {
+        plan.environment.push_back(kv);
+    }
+    return plan;
+}
+
+Result<std::string> SlurmRestBackend::render(const TaskSpec& spec, const Placement& placement,
+                                             std::int64_t job_id) {
+    auto plan = submit_plan(spec, placement, job_id);
+    if (!plan) {
+        return tl::unexpected(plan.error());
+    }
+    auto script = render_sbatch_script(spec, *plan);
+    if (!script) {
+        return tl::unexpected(script.error());
+    }
+    // The payload as submitted, with secret values masked: plan output must never show them.
+    for (auto& [k, v] : plan->environment) {
+        for (const auto& s : spec.secrets) {
+            if (s.first == k) {
+                v = "<secret>";
+            }
+        }
+    }
+    auto choice = api();
+    if (!choice) {
+        return tl::unexpected(choice.error());
+    }
+    auto payload = choice->version == ApiVersion::v0_0_38
+                       ? v0038::submit_payload(*script, *plan)
+                       : v0040::submit_payload(*script, *plan, choice->version);
+    payload.erase("script");
+    if (payload.contains("job")) {
+        payload["job"].erase("script");
+    }
+    return fmt::format("# POST {}/slurm/{}/job/submit\n# script:\n{}\n# job options:\n{}\n",
+                       m_settings.rest->url, to_string(choice->version), *script, payload.dump(2));
+}
+
+std::optional<std::string> SlurmRestBackend::find_by_token(const std::string& token) {
+    auto jobs = list_jobs();
+    if (!jobs) {
+        return std::nullopt;
+    }
+    for (const auto& j : *jobs) {
+        if (j.comment == token) {
+            return j.job_id;
+        }
+    }
+    return std::nullopt;
+}
+
+Result<std::string> SlurmRestBackend::submit(const TaskSpec& spec, const Placement& placement,
+                                             std::int64_t job_id) {
+    auto plan = submit_plan(spec, placement, job_id);
+    if (!plan) {
+        return tl::unexpected(plan.error());
+    }
+    auto script = render_sbatch_script(spec, *plan);
+    if (!script) {
+        return tl::unexpected(script.error());
+    }
+    auto choice = api();
+    if (!choice) {
+        return tl::unexpected(choice.error());
+    }
+    const bool v38 = choice->version == ApiVersion::v0_0_38;
+    const auto payload =
+        v38 ? v0038::submit_payload(*script, *plan) : v0040::submit_payload(*script, *plan, choice->version);
+    const std::string body = payload.dump();
+    const auto submit_path = path("slurm", "/job/submit");
+    auto answer = call("POST", submit_path, body, false);
+    // A dropped connection may hide a submit that reached slurmctld. The job's comment carries a token
+    // only this submit knows: look for it before trying again, so a retry never makes a second job.
+    for (int attempt = 1; !answer && is_retryable(answer.error().kind) && attempt < 3; ++attempt) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300 * attempt));
+        if (auto existing = find_by_token(plan->submit_token)) {
+            return *existing;
+        }
+        answer = call("POST", submit_path, body, false);
+    }
+    if (!answer) {
+        if (is_retryable(answer.error().kind)) {
+            if (auto existing = find_by_token(plan->submit_token)) {
+                return *existing;
+            }
+        }
+        return tl::unexpected(answer.error());
+    }
+    auto id = v38 ? v0038::parse_submit_response(*answer) : v0040::parse_submit_response(*answer);
+    if (!id) {
+        Error e = id.error();
+        e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
+        return tl::unexpected(e);
+    }
+    return *id;
+}
+
+Result<std::vector<SlurmJob>> SlurmRestBackend::list_jobs() {
+    auto choice = api();
+    if (!choice) {
+        return tl::unexpected(choice.error());
+    }
+    auto body = call("GET", path("slurm", "/jobs"), "", true);
+    if (!body) {
+        return tl::unexpected(body.error());
+    }
+    return choice->version == ApiVersion::v0_0_38 ? v0038::parse_jobs(*body) : v0040::parse_jobs(*body);
+}
+
+Result<std::optional<SlurmJob>> SlurmRestBackend::accounting_job(const std::string& slurm_id) {
+    if (!m_api->accounting) {
+        return std::optional<SlurmJob>{};
+    }
+    auto body = call("GET", path("slurmdb", "/job/" + slurm_id), "", true);
+    if (!body) {
+        if (body.error().kind == ErrorKind::not_found) {
+            return std::optional<SlurmJob>{};
+        }
+        return tl::unexpected(body.error());
+    }
+    auto jobs =
+        m_api->version == ApiVersion::v0_0_38 ? v0038::parse_db_jobs(*body) : v0040::parse_db_jobs(*body);
+    if (!jobs) {
+        return tl::unexpected(jobs.error());
+    }
+    for (const auto& j : *jobs) {
+        if (j.job_id == slurm_id) {
+            return std::optional<SlurmJob>{j};
+        }
+    }
+    return std::optional<SlurmJob>{};
+}
+
+Result<std::vector<JobUpdate>> SlurmRestBackend::refresh(const std::vector<JobRecord>& jobs) {
+    // One GET of every job slurmctld holds, whatever the number of tandem jobs.
+    auto listed = list_jobs();
+    if (!listed) {
+        return tl::unexpected(listed.error());
+    }
+    std::map<std::string, const SlurmJob*> by_id;
+    for (const auto& j : *listed) {
+        by_id[j.job_id] = &j;
+    }
+    std::vector<JobUpdate> out;
+    out.reserve(jobs.size());
+    for (const auto& job : jobs) {
+        if (auto it = by_id.find(job.remote_id); it != by_id.end()) {
+            out.push_back(to_job_update(*it->second));
+            continue;
+        }
+        // Gone from slurmctld (MinJobAge): its final state is in accounting.
+        auto accounted = accounting_job(job.remote_id);
+        if (!accounted) {
+            return tl::unexpected(accounted.error());
+        }
+        if (*accounted) {
+            out.push_back(to_job_update(**accounted));
+        } else {
+            out.push_back(
+                JobUpdate{JobState::unknown,
+                          fmt::format("Slurm job {} has left slurmctld and accounting has no record of it",
+                                      job.remote_id),
+                          std::nullopt, std::nullopt, std::nullopt});
+        }
+    }
+    return out;
+}
+
+Status SlurmRestBackend::cancel(const JobRecord& job) {
+    auto choice = api();
+    if (!choice) {
+        return tl::unexpected(choice.error());
+    }
+    auto answer = call("DELETE", path("slurm", "/job/" + job.remote_id), "", true);
+    if (!answer && answer.error().kind != ErrorKind::not_found) {
+        return tl::unexpected(answer.error());
+    }
+    return {};
+}
+
+Status SlurmRestBackend::logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) {
+    const std::string file = output_path(job.remote_id);
+    std::error_code ec;
+    const bool visible = std::filesystem::exists(std::filesystem::path(file).parent_path(), ec);
+    if (!visible) {
+        return fail(
+            ErrorKind::unavailable,
+            fmt::format("cluster {}: job {}'s output ({}) is not visible from this machine, and slurmrestd "
+                        "cannot read files",
+                        m_cluster, job.id, file),
+            "run tandem on a login node with the shared filesystem, or give the cluster ssh: settings");
+    }
+    // Following asks slurmrestd whether the job ended at most every half second.
+    return backends::stream_file(
+        file, options, sink,
+        [&] {
+            auto updates = refresh({job});
+            return updates && is_terminal(updates->front().state);
+        },
+        std::chrono::milliseconds(500));
+}
+
+} // namespace tandem::slurm

@@ -1,0 +1,60 @@
+#pragma once
+// The Slurm backend over slurmrestd. Remote model: one slurmrestd per cluster, JWT auth through the
+// X-SLURM-USER-NAME/-TOKEN headers, OpenAPI v0.0.38 (Slurm 22.05-23.11) or v0.0.40/41 (23.11 on), chosen
+// from GET /openapi/v3 and cached in the state folder so a refresh is one request. Jobs are plain batch
+// jobs; their output goes to HOME/tandem-<slurm id>.out, which `logs` reads when it is visible here
+// (a login node with the shared filesystem). slurmrestd cannot read files.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/slurm/api_version.hpp"
+#include "backends/slurm/slurm_config.hpp"
+#include "backends/slurm/slurm_model.hpp"
+#include "core/backend.hpp"
+#include "net/http_client.hpp"
+
+namespace tandem::slurm {
+
+class SlurmRestBackend final : public Backend {
+public:
+    SlurmRestBackend(std::string cluster, SlurmSettings settings, std::string state_dir,
+                     std::unique_ptr<net::HttpClient> http);
+
+    const std::string& cluster() const override { return m_cluster; }
+    BackendKind kind() const override { return BackendKind::slurm; }
+    Result<std::string> check() override;
+    Result<ClusterInventory> inventory() override;
+    Result<std::string> render(const TaskSpec& spec, const Placement& placement,
+                               std::int64_t job_id) override;
+    Result<std::string> submit(const TaskSpec& spec, const Placement& placement,
+                               std::int64_t job_id) override;
+    Result<std::vector<JobUpdate>> refresh(const std::vector<JobRecord>& jobs) override;
+    Status cancel(const JobRecord& job) override;
+    Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
+
+    // Where a job's output lands (Slurm returns the pattern unexpanded).
+    std::string output_path(const std::string& slurm_id) const;
+
+private:
+    Result<ApiChoice> api();
+    std::string path(const char* tree, const std::string& rest); // "/slurm/v0.0.38" + rest
+    Result<nlohmann::json> call(const std::string& method, const std::string& path, const std::string& body,
+                                bool idempotent);
+    Result<SubmitPlan> submit_plan(const TaskSpec& spec, const Placement& placement, std::int64_t job_id);
+    Result<std::vector<SlurmJob>> list_jobs();
+    Result<std::optional<SlurmJob>> accounting_job(const std::string& slurm_id);
+    std::optional<std::string> find_by_token(const std::string& token);
+    Result<std::string> render_script(const TaskSpec& spec, const SubmitPlan& plan);
+
+    std::string m_cluster;
+    SlurmSettings m_settings;
+    std::string m_cache_file;
+    std::unique_ptr<net::HttpClient> m_http;
+    std::optional<ApiChoice> m_api;
+    std::optional<ClusterInventory> m_inventory; // from this invocation, for submit's partition facts
+};
+
+} // namespace tandem::slurm

@@ -1,0 +1,128 @@
+// The Slurm backend over slurmrestd against the real testbed (scripts/testbed/slurm): real sbatch jobs,
+// real slurmctld states, real accounting.
+
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "slurm_testbed.hpp"
+
+using namespace tandem_test;
+
+namespace {
+
+int launched_id(const RunResult& r) {
+    // `launch --detach` prints the id alone on stdout.
+    INFO(r);
+    REQUIRE(r.exit_code == 0);
+    return std::stoi(r.out);
+}
+
+} // namespace
+
+TEST_CASE("a CPU job runs on the cpu partition and its output is readable") {
+    SlurmHome lab;
+    auto file = lab.task("cpu", "name: cpu-job\nenvs:\n  QUOTED: \"it's $HOME \\\"x\\\"\"\n"
+                                "run: |\n  echo \"rank=$TANDEM_NODE_RANK nodes=$TANDEM_NUM_NODES\"\n"
+                                "  echo \"quoted=$QUOTED\"\n  echo \"partition=$SLURM_JOB_PARTITION\"\n");
+    auto r = lab.tandem({"launch", file, "--infra", "slurm"});
+    INFO(r);
+    REQUIRE(r.exit_code == 0);
+    CHECK(contains(r.out, "rank=0 nodes=1"));
+    CHECK(contains(r.out, "quoted=it's $HOME \"x\""));
+    CHECK(contains(r.out, "partition=cpu"));
+    auto j = lab.job(1);
+    CHECK(j["state"] == "SUCCEEDED");
+    CHECK(j["cluster"] == "lab");
+    CHECK(j["exit_code"] == 0);
+    auto logs = lab.tandem({"logs", "1"});
+    CHECK(contains(logs.out, "rank=0 nodes=1"));
+}
+
+TEST_CASE("a GPU job lands on the gpu partition with its GPUs visible") {
+    SlurmHome lab;
+    auto file = lab.task("gpu", "name: gpu-job\nresources:\n  accelerators: H100:2\n"
+                                "run: echo \"cuda=$CUDA_VISIBLE_DEVICES gpus=$TANDEM_NUM_GPUS_PER_NODE "
+                                "partition=$SLURM_JOB_PARTITION\"\n");
+    auto plan = lab.tandem({"plan", file});
+    INFO(plan);
+    REQUIRE(plan.exit_code == 0);
+    CHECK(contains(plan.out, "Chosen: lab/gpu"));
+    CHECK(contains(plan.out, "cpu")); // the cpu partition is listed as rejected: no H100 there
+    auto r = lab.tandem({"launch", file});
+    INFO(r);
+    REQUIRE(r.exit_code == 0);
+    CHECK(contains(r.out, "cuda=0,1 gpus=2 partition=gpu"));
+}
+
+TEST_CASE("a 2-node job runs setup and run on both nodes with ranks") {
+    SlurmHome lab;
+    auto file =
+        lab.task("two", "name: two-nodes\nnum_nodes: 2\nconfig:\n  slurm:\n    partition: cpu\n"
+                        "setup: echo \"setup on $(hostname)\"\n"
+                        "run: echo \"rank=$TANDEM_NODE_RANK of $TANDEM_NUM_NODES node=$SLURMD_NODENAME "
+                        "ips=$(echo $TANDEM_NODE_IPS | tr '\\n' ' ')\"\n");
+    auto r = lab.tandem({"launch", file});
+    INFO(r);
+    REQUIRE(r.exit_code == 0);
+    CHECK(contains(r.out, "rank=0 of 2"));
+    CHECK(contains(r.out, "rank=1 of 2"));
+    CHECK(contains(r.out, "node=cpu1"));
+    CHECK(contains(r.out, "node=cpu2"));
+}
+
+TEST_CASE("a job exiting 3 ends FAILED with exit code 3") {
+    SlurmHome lab;
+    auto file = lab.task("three", "name: exit-three\nrun: echo before; exit 3\n");
+    auto r = lab.tandem({"launch", "--wait", file});
+    INFO(r);
+    CHECK(r.exit_code == 3);
+    auto j = lab.job(1);
+    CHECK(j["state"] == "FAILED");
+    CHECK(j["exit_code"] == 3);
+    CHECK(lab.tandem({"status", "1", "--exit-code"}).exit_code == 3);
+}
+
+TEST_CASE("cancel of a running and of a pending job; both end CANCELLED") {
+    SlurmHome lab;
+    // Two jobs that each want every GPU of both gpu nodes: the second must wait for the first.
+    auto file = lab.task("hog", "name: hog\nnum_nodes: 2\nresources:\n  accelerators: H100:8\n"
+                                "run: sleep 300\n");
+    const int running = launched_id(lab.tandem({"launch", "-d", file}));
+    const int pending = launched_id(lab.tandem({"launch", "-d", file}));
+    // Wait until Slurm has started the first and holds the second.
+    nlohmann::json first, second;
+    for (int i = 0; i < 60; ++i) {
+        first = lab.job(running);
+        second = lab.job(pending);
+        if (first["state"] == "RUNNING" && second["state"] == "PENDING") {
+            break;
+        }
+        std::this_thread::sleep_for(500ms);
+    }
+    REQUIRE(first["state"] == "RUNNING");
+    REQUIRE(second["state"] == "PENDING");
+    CHECK_FALSE(second["reason"].get<std::string>().empty()); // Slurm's pending reason, e.g. Resources
+    auto table = lab.tandem({"status"});
+    CHECK(contains(table.out, "PENDING"));
+    auto c = lab.tandem({"cancel", std::to_string(running), std::to_string(pending)});
+    INFO(c);
+    REQUIRE(c.exit_code == 0);
+    CHECK(lab.wait_terminal(running, 30s)["state"] == "CANCELLED");
+    CHECK(lab.wait_terminal(pending, 30s)["state"] == "CANCELLED");
+}
+
+TEST_CASE("a wrong token is a one-line unauthorized error naming the cluster") {
+    SlurmHome lab("eyJhbGciOiJIUzI1NiJ9.eyJleHAiOjEsInN1biI6InNsdXJtdGVzdCJ9.bm90LWEtc2lnbmF0dXJl");
+    auto file = lab.task("any", "run: echo hi\n");
+    auto r = lab.tandem({"launch", "-d", file, "--infra", "slurm"});
+    INFO(r);
+    CHECK(r.exit_code == 4);
+    auto errors = r.err_lines_starting("tandem: error: ");
+    REQUIRE(errors.size() == 1);
+    CHECK(contains(errors[0], "cluster lab"));
+    CHECK(contains(errors[0], "token"));
+    CHECK_FALSE(contains(r.err, "bm90LWEtc2lnbmF0dXJl")); // the token never reaches output
+    auto check = lab.tandem({"check"});
+    CHECK(check.exit_code == 4);
+}
