@@ -126,3 +126,31 @@ TEST_CASE("a wrong token is a one-line unauthorized error naming the cluster") {
     auto check = lab.tandem({"check"});
     CHECK(check.exit_code == 4);
 }
+
+TEST_CASE("a job past its time limit ends FAILED with reason timeout") {
+    SlurmHome lab;
+    auto file = lab.task("slow", "name: slow\nconfig:\n  slurm:\n    time: '1'\nrun: sleep 600\n");
+    const int id = launched_id(lab.tandem({"launch", "-d", file}));
+    // Slurm enforces limits on its own schedule: a 1-minute limit ends the job within about two minutes.
+    auto j = lab.wait_terminal(id, 200s);
+    CHECK(j["state"] == "FAILED");
+    CHECK(contains(j["reason"].get<std::string>(), "timeout"));
+    CHECK(lab.tandem({"status", std::to_string(id), "--exit-code"}).exit_code == 100);
+}
+
+TEST_CASE("a job that left slurmctld (MinJobAge) gets its final state from accounting") {
+    SlurmHome lab;
+    const int min_job_age = std::stoi(slurm_env().at("SLURM_MIN_JOB_AGE"));
+    INFO("this test waits about twice MinJobAge; the testbed runs with MIN_JOB_AGE=" << min_job_age);
+    REQUIRE(min_job_age <= 60);
+    auto ok = lab.task("ok", "name: quick-ok\nrun: echo fine\n");
+    auto bad = lab.task("bad", "name: quick-bad\nrun: exit 5\n");
+    const int good_id = launched_id(lab.tandem({"launch", "-d", ok}));
+    const int bad_id = launched_id(lab.tandem({"launch", "-d", bad}));
+    // Nobody asks until slurmctld has purged both jobs.
+    std::this_thread::sleep_for(std::chrono::seconds(2 * min_job_age + 15));
+    auto j = lab.job(good_id);
+    CHECK(j["state"] == "SUCCEEDED");
+    auto f = lab.job(bad_id);
+    CHECK(f["state"] == "FAILED");
+}
