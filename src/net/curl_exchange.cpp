@@ -191,6 +191,10 @@ CURLcode configure(CURL* h, const HttpRequest& req, Exchange& ex, HeaderList& he
     set(CURLOPT_ACCEPT_ENCODING, ""); // whatever this libcurl can decode
     set(CURLOPT_USERAGENT, "tandem");
     set(CURLOPT_TIMEOUT_MS, static_cast<long>(req.timeout.count()));
+    // libcurl silently resends a request whose reused connection died before any answer came back. For
+    // a submit that may already have been acted on that is a second job, so a request that must not be
+    // repeated gets a fresh connection, where libcurl never retries on its own.
+    set(CURLOPT_FRESH_CONNECT, req.idempotent ? 0L : 1L);
     set(CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(req.connect_timeout.count()));
     set(CURLOPT_HEADERFUNCTION, &on_header);
     set(CURLOPT_HEADERDATA, static_cast<void*>(&ex));

@@ -46,14 +46,14 @@ void testbed(const std::vector<std::string>& args) {
     REQUIRE(r.exit_code == 0);
 }
 
-SlurmHome::SlurmHome(const std::string& token) {
+SlurmHome::SlurmHome(const std::string& token, const std::string& url) {
     const auto& env = slurm_env();
     home.write_config("clusters:\n"
                       "  - name: lab\n"
                       "    type: slurm\n"
                       "    rest:\n"
                       "      url: " +
-                      env.at("SLURM_REST_URL") +
+                      (url.empty() ? env.at("SLURM_REST_URL") : url) +
                       "\n"
                       "      user: " +
                       env.at("SLURM_JWT_USER") +

@@ -18,7 +18,7 @@ std::string testbed_script(); // path of scripts/testbed/slurm
 struct SlurmHome {
     TempHome home;
     RunOptions options; // env with SLURM_JWT
-    explicit SlurmHome(const std::string& token = "");
+    explicit SlurmHome(const std::string& token = "", const std::string& url = "");
     RunResult tandem(const std::vector<std::string>& args, std::chrono::milliseconds timeout = 120s) const;
     // Polls status until terminal or `limit`; returns the job JSON.
     nlohmann::json wait_terminal(int id, std::chrono::milliseconds limit = 90s) const;

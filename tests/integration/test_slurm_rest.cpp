@@ -2,9 +2,11 @@
 // real slurmctld states, real accounting.
 
 #include <thread>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 
+#include "drop_proxy.hpp"
 #include "slurm_testbed.hpp"
 
 using namespace tandem_test;
@@ -153,4 +155,25 @@ TEST_CASE("a job that left slurmctld (MinJobAge) gets its final state from accou
     CHECK(j["state"] == "SUCCEEDED");
     auto f = lab.job(bad_id);
     CHECK(f["state"] == "FAILED");
+}
+
+TEST_CASE("a submit whose answer is lost is not submitted twice") {
+    const auto& env = slurm_env();
+    const auto rest = env.at("SLURM_REST_URL");
+    const int rest_port = std::stoi(rest.substr(rest.rfind(':') + 1));
+    DropProxy proxy(rest_port, "POST /slurm/" + env.at("SLURM_REST_API") + "/job/submit");
+    SlurmHome lab("", "http://127.0.0.1:" + std::to_string(proxy.port()));
+    const std::string name = "once-" + std::to_string(::getpid());
+    auto file = lab.task("once", "name: " + name + "\nrun: sleep 5\n");
+    auto r = lab.tandem({"launch", "-d", file, "--infra", "slurm"});
+    INFO(r);
+    REQUIRE(proxy.dropped() == 1); // the first answer really was lost
+    REQUIRE(r.exit_code == 0);
+    const std::string slurm_id = lab.job(1)["remote_id"].get<std::string>();
+    // Slurm itself, asked directly: exactly one job of that name.
+    auto q = run({"/usr/bin/squeue", "-h", "-t", "all", "-n", name, "-o", "%i"});
+    INFO(q);
+    REQUIRE(q.exit_code == 0);
+    CHECK(split_lines(q.out) == std::vector<std::string>{slurm_id});
+    lab.tandem({"cancel", "1"});
 }
