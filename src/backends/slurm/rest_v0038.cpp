@@ -60,8 +60,8 @@ json submit_payload(const std::string& script, const SubmitPlan& plan) {
         job["memory_per_node"] = *plan.memory_mb_per_node;
     }
     if (plan.tmp_disk_mb) {
-        // Not in the published v0.0.38 schema, but in slurmrestd's option table (--tmp), which is what
-        // decides which keys it accepts.
+        // Not in the published v0.0.38 schema, but in slurmrestd's option table (--tmp), which decides
+        // which keys it accepts: 22.05.8 reads it (a node without TmpDisk then refuses the job, 2014).
         job["temporary_disk_per_node"] = *plan.tmp_disk_mb;
     }
     job["time_limit"] = plan.time_limit_minutes;

@@ -6,7 +6,10 @@
 // - GPUs: "gres": "gpu:h100:2" is honoured (the job gets CUDA_VISIBLE_DEVICES=0,1 and reports
 //   tres_per_node "gres:gpu:h100:2"); "gpus_per_node": "h100:2" is accepted too; "tres_per_node" is
 //   refused as an unknown key.
+// - "temporary_disk_per_node" (--tmp) is accepted although the schema does not list it.
 // - slurmrestd does not read #SBATCH lines: the job object carries every option.
+// - The rendered sbatch script (sbatch_script.hpp) was submitted with this payload on 2 cpu and 2 gpu
+//   nodes: ranks, TANDEM_NODE_IPS, CUDA_VISIBLE_DEVICES, quoting and exit code 3 (768) all as intended.
 // - job_state is one string; exit_code is the raw wait status (768 = exit 3, 15 = SIGTERM);
 //   standard_output comes back unexpanded ("%j" stays).
 // - GET /slurmdb/v0.0.38/job/{id}: state.current is right, but exit_code is {"status":"SUCCESS",

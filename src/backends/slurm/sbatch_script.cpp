@@ -208,15 +208,18 @@ Result<std::string> render_sbatch_script(const TaskSpec& spec, const SubmitPlan&
     s += "\n# The task's setup and run, verbatim: nothing in them is expanded here.\n";
     s += embed("tandem_setup", spec.setup, "TANDEM_SETUP_EOF");
     s += embed("tandem_run", spec.run, "TANDEM_RUN_EOF");
-    s += "\n# On each node: its rank, setup, then run only if setup exited 0; the exit code is run's or "
-         "setup's.\n";
+    s += "\n# On each node: its rank, setup, then run only if setup exited 0. srun waits for every node and\n"
+         "# exits with the highest exit code, so the job's is run's (or setup's) even when all nodes fail "
+         "alike.\n";
     s += fmt::format("tandem_node={}\n", shell_quote(k_node_program));
     s += "srun --export=ALL --nodes=\"$SLURM_JOB_NUM_NODES\" --ntasks=\"$SLURM_JOB_NUM_NODES\" "
          "--ntasks-per-node=1";
     if (plan.cpus_per_task) { // srun does not inherit --cpus-per-task from the batch job on Slurm 22.05
         s += fmt::format(" --cpus-per-task={}", *plan.cpus_per_task);
     }
-    s += " --kill-on-bad-exit=1 \\\n"
+    // Not --kill-on-bad-exit=1: the nodes it kills exit 143, which would hide the failing node's own code
+    // (checked on Slurm 22.05: two nodes exiting 3 gave the job 143).
+    s += " --kill-on-bad-exit=0 \\\n"
          "    /bin/bash -c \"$tandem_node\" tandem-node \"$tandem_setup\" \"$tandem_run\"\n";
     s += "exit $?\n";
     return s;

@@ -6,7 +6,8 @@
 // The body exports the task's environment (never its secrets: those travel only in the submitted job
 // environment), then runs `srun` with one task per node. Each node gets TANDEM_NODE_RANK (= SLURM_NODEID,
 // the node's index in the job's node list, so rank 0 is the first of TANDEM_NODE_IPS), runs setup, then
-// run only if setup exited 0, and exits with run's code (or setup's). The user's setup and run are
+// run only if setup exited 0, and exits with run's code (or setup's); srun waits for every node
+// (--kill-on-bad-exit=0) and the job exits with the highest node's code. The user's setup and run are
 // embedded verbatim: a quoted here-document with a delimiter that does not occur in the text, or a
 // single-quoted string when the text holds a CR (sbatch refuses scripts with CR LF).
 
