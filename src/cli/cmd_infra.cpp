@@ -55,20 +55,7 @@ Result<int> infra(Context& ctx, bool json) {
                        fmt::format("{}G", format_number(
                                               static_cast<double>(static_cast<long>(p.memory_gb_per_node)))),
                        join(p.node_states)});
-            pools.push_back({{"name", p.name},
-                             {"accelerator", p.accelerator},
-                             {"gpus_per_node", p.gpus_per_node},
-                             {"gpus_free", p.gpus_free},
-                             {"gpus_total", p.gpus_total},
-                             {"nodes_free", p.nodes_free},
-                             {"nodes_total", p.nodes_total},
-                             {"cpus_per_node", p.cpus_per_node},
-                             {"memory_gb_per_node", p.memory_gb_per_node},
-                             {"max_time_minutes", p.max_time_minutes ? nlohmann::json(*p.max_time_minutes)
-                                                                     : nlohmann::json(nullptr)},
-                             {"mig_profiles", p.mig_profiles},
-                             {"time_sliced", p.time_sliced},
-                             {"node_states", p.node_states}});
+            pools.push_back(to_json(p));
         }
         cj["pools"] = pools;
         clusters.push_back(cj);

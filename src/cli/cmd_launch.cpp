@@ -45,7 +45,9 @@ Result<JobRecord> record_job(Context& ctx, const PlannedTask& planned, const Pla
 }
 
 Result<int> launch(Context& ctx, const LaunchFlags& flags) {
-    auto planned = plan_task(ctx, flags.spec);
+    // Planning may use an inventory up to 30 s old: free capacity only shapes the score, and a submit
+    // should not pay two extra round trips per cluster.
+    auto planned = plan_task(ctx, flags.spec, std::chrono::seconds(30));
     if (!planned) {
         return tl::unexpected(planned.error());
     }
@@ -75,14 +77,14 @@ Result<int> launch(Context& ctx, const LaunchFlags& flags) {
         return tl::unexpected(ok.error());
     }
     job->remote_id = *remote_id;
-    JobView view = refresh_jobs(ctx, {*job}).front();
     note(fmt::format("tandem: job {} ({}) submitted to {}/{} as {} [{}]", job->id, job->name,
                      placement.cluster, placement.pool, *remote_id, placement.option_label));
     if (flags.detach) {
-        flags.json ? print_json(job_json(view.record, view.unreachable, view.unreachable_reason))
-                   : print_stdout(fmt::format("{}\n", job->id));
+        // No refresh here: the job was just submitted, and `status` asks the backend when someone looks.
+        flags.json ? print_json(job_json(*job, false, {})) : print_stdout(fmt::format("{}\n", job->id));
         return exit_code::ok;
     }
+    JobView view = refresh_jobs(ctx, {*job}).front();
     if (!flags.wait && !flags.json) {
         note("tandem: following its output; Ctrl-C stops following, the job keeps running");
         auto streamed = (*backend)->logs(view.record, LogOptions{true, std::nullopt, std::nullopt},

@@ -133,6 +133,7 @@ std::vector<JobView> refresh_jobs(Context& ctx, std::vector<JobRecord> jobs) {
             continue;
         }
         const auto now = now_seconds();
+        std::vector<std::pair<std::int64_t, JobUpdate>> changes;
         for (std::size_t k = 0; k < indexes.size(); ++k) {
             JobView& view = views[indexes[k]];
             const JobUpdate& u = (*updates)[k];
@@ -141,17 +142,31 @@ std::vector<JobView> refresh_jobs(Context& ctx, std::vector<JobRecord> jobs) {
                 view.unreachable_reason = u.reason;
                 continue;
             }
-            if (store) {
-                // Another tandem may have finished this job meanwhile (cancel): the store decides.
-                (void)(*store)->update(view.record.id, u, now);
+            changes.emplace_back(view.record.id, u);
+        }
+        auto applied = store ? (*store)->update_many(changes, now) : Result<std::vector<bool>>{};
+        std::size_t c = 0;
+        for (std::size_t k = 0; k < indexes.size(); ++k) {
+            JobView& view = views[indexes[k]];
+            if (view.unreachable) {
+                continue;
+            }
+            const bool written = applied && c < applied->size() && (*applied)[c];
+            const JobUpdate& u = changes[c++].second;
+            if (!written && store) {
+                // Not written: another tandem ended this job meanwhile (a cancel). The store decides.
                 if (auto fresh = (*store)->get(view.record.id); fresh && *fresh) {
                     view.record = **fresh;
                     continue;
                 }
             }
-            view.record.state = u.state;
-            view.record.reason = u.reason;
-            view.record.exit_code = u.exit_code;
+            JobRecord& r = view.record;
+            r.state = u.state;
+            r.reason = u.reason;
+            r.exit_code = u.exit_code ? u.exit_code : r.exit_code;
+            r.started_at = r.started_at ? r.started_at : u.started_at;
+            r.ended_at = u.ended_at ? u.ended_at : r.ended_at;
+            r.updated_at = now;
         }
     }
     return views;

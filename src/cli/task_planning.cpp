@@ -43,14 +43,14 @@ Result<TaskSpec> load_task(Context& ctx, const SpecFlags& flags) {
     return std::move(*loaded.spec);
 }
 
-Result<Inventory> gather_inventory(Context& ctx) {
+Result<Inventory> gather_inventory(Context& ctx, std::chrono::seconds max_age) {
     Inventory inventory;
     for (const auto& c : ctx.config().clusters) {
         auto backend = ctx.backend(c.name);
         if (!backend) {
             return tl::unexpected(backend.error()); // a config error, not an unreachable cluster
         }
-        auto inv = (*backend)->inventory();
+        auto inv = (*backend)->inventory(max_age);
         if (inv) {
             inventory.clusters.push_back(std::move(*inv));
         } else {
@@ -66,12 +66,12 @@ Result<Inventory> gather_inventory(Context& ctx) {
     return inventory;
 }
 
-Result<PlannedTask> plan_task(Context& ctx, const SpecFlags& flags) {
+Result<PlannedTask> plan_task(Context& ctx, const SpecFlags& flags, std::chrono::seconds max_age) {
     auto spec = load_task(ctx, flags);
     if (!spec) {
         return tl::unexpected(spec.error());
     }
-    auto inventory = gather_inventory(ctx);
+    auto inventory = gather_inventory(ctx, max_age);
     if (!inventory) {
         return tl::unexpected(inventory.error());
     }

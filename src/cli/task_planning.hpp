@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -16,8 +17,10 @@ struct PlannedTask {
 };
 
 // Loads the spec, asks every cluster for its inventory (an unreachable one is kept, marked down), plans.
-Result<PlannedTask> plan_task(Context& ctx, const SpecFlags& flags);
-Result<Inventory> gather_inventory(Context& ctx);
+// max_age > 0 lets backends answer from a cache that young (launch); plan and infra ask fresh.
+Result<PlannedTask> plan_task(Context& ctx, const SpecFlags& flags,
+                              std::chrono::seconds max_age = std::chrono::seconds(0));
+Result<Inventory> gather_inventory(Context& ctx, std::chrono::seconds max_age = std::chrono::seconds(0));
 std::string rejection_line(const Rejection& r);
 Error no_placement_error(const PlannedTask& planned);
 std::string placement_gpus(const TaskSpec& spec, const Placement& placement);

@@ -2,6 +2,7 @@
 // The Backend interface every adapter implements. One instance serves one configured cluster for one
 // tandem invocation, so it may keep a connection open across calls (one handshake per invocation).
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -35,7 +36,9 @@ public:
 
     // Reachable and authorised; the message says what was checked ("bash found, state folder writable").
     virtual Result<std::string> check() = 0;
-    virtual Result<ClusterInventory> inventory() = 0;
+    // What the cluster offers. With max_age > 0 the backend may answer from its own cache of that age or
+    // younger (launch plans on a 30 s old view rather than pay two round trips; plan and infra ask fresh).
+    virtual Result<ClusterInventory> inventory(std::chrono::seconds max_age = std::chrono::seconds(0)) = 0;
 
     // The exact native artifact submit() would create (sbatch script, manifests, local script).
     virtual Result<std::string> render(const TaskSpec& spec, const Placement& placement,

@@ -27,4 +27,45 @@ std::optional<BackendKind> backend_kind_from_string(std::string_view text) {
     return std::nullopt;
 }
 
+nlohmann::json to_json(const Pool& p) {
+    return nlohmann::json{{"name", p.name},
+                          {"accelerator", p.accelerator},
+                          {"gpus_per_node", p.gpus_per_node},
+                          {"gpus_free", p.gpus_free},
+                          {"gpus_total", p.gpus_total},
+                          {"nodes_free", p.nodes_free},
+                          {"nodes_total", p.nodes_total},
+                          {"cpus_per_node", p.cpus_per_node},
+                          {"memory_gb_per_node", p.memory_gb_per_node},
+                          {"max_time_minutes", p.max_time_minutes ? nlohmann::json(*p.max_time_minutes)
+                                                                  : nlohmann::json(nullptr)},
+                          {"mig_profiles", p.mig_profiles},
+                          {"time_sliced", p.time_sliced},
+                          {"node_states", p.node_states}};
+}
+
+std::optional<Pool> pool_from_json(const nlohmann::json& j) {
+    try {
+        Pool p;
+        p.name = j.at("name").get<std::string>();
+        p.accelerator = j.at("accelerator").get<std::string>();
+        p.gpus_per_node = j.at("gpus_per_node").get<int>();
+        p.gpus_free = j.at("gpus_free").get<int>();
+        p.gpus_total = j.at("gpus_total").get<int>();
+        p.nodes_free = j.at("nodes_free").get<int>();
+        p.nodes_total = j.at("nodes_total").get<int>();
+        p.cpus_per_node = j.at("cpus_per_node").get<int>();
+        p.memory_gb_per_node = j.at("memory_gb_per_node").get<double>();
+        if (!j.at("max_time_minutes").is_null()) {
+            p.max_time_minutes = j.at("max_time_minutes").get<int>();
+        }
+        p.mig_profiles = j.at("mig_profiles").get<std::vector<std::string>>();
+        p.time_sliced = j.at("time_sliced").get<bool>();
+        p.node_states = j.at("node_states").get<std::vector<std::string>>();
+        return p;
+    } catch (const nlohmann::json::exception&) {
+        return std::nullopt; // a cache from another version: ignore it
+    }
+}
+
 } // namespace tandem

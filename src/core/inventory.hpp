@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.hpp"
 
 namespace tandem {
@@ -43,5 +45,9 @@ struct ClusterInventory {
 struct Inventory {
     std::vector<ClusterInventory> clusters;
 };
+
+// The JSON shape `infra --json` documents for a pool; also how backends cache their inventory.
+nlohmann::json to_json(const Pool& pool);
+std::optional<Pool> pool_from_json(const nlohmann::json& j);
 
 } // namespace tandem

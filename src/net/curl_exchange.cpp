@@ -112,10 +112,10 @@ public:
     HeaderList() = default;
     HeaderList(const HeaderList&) = delete;
     HeaderList& operator=(const HeaderList&) = delete;
-    ~HeaderList() { curl_slist_free_all(m_list); }
+    ~HeaderList() { curl().slist_free_all(m_list); }
 
     bool add(const std::string& line) {
-        curl_slist* next = curl_slist_append(m_list, line.c_str());
+        curl_slist* next = curl().slist_append(m_list, line.c_str());
         if (next == nullptr) {
             return false;
         }
@@ -133,7 +133,7 @@ CURLcode configure_tls(CURL* h, const TlsSettings& tls) {
     CURLcode rc = CURLE_OK;
     auto set = [&](CURLoption option, auto value) {
         if (rc == CURLE_OK) {
-            rc = curl_easy_setopt(h, option, value);
+            rc = curl().easy_setopt(h, option, value);
         }
     };
     auto blob_of = [](const std::string& pem) {
@@ -175,7 +175,7 @@ CURLcode configure(CURL* h, const HttpRequest& req, Exchange& ex, HeaderList& he
     CURLcode rc = CURLE_OK;
     auto set = [&](CURLoption option, auto value) {
         if (rc == CURLE_OK) {
-            rc = curl_easy_setopt(h, option, value);
+            rc = curl().easy_setopt(h, option, value);
         }
     };
     set(CURLOPT_URL, req.url.c_str());
@@ -315,32 +315,32 @@ AttemptResult perform_attempt(CURL* h, const TlsSettings& tls, const HttpRequest
                    false);
         return result;
     }
-    curl_easy_reset(h);
+    curl().easy_reset(h);
     if (CURLcode rc = configure(h, request, ex, headers, errbuf.data()); rc != CURLE_OK) {
         result.failure = failed(ErrorKind::internal,
                                 fmt::format("cannot set up {} {}: {}", request.method,
-                                            parse_target(request.url).host_port, curl_easy_strerror(rc)),
+                                            parse_target(request.url).host_port, curl().easy_strerror(rc)),
                                 false);
         return result;
     }
     if (CURLcode rc = configure_tls(h, tls); rc != CURLE_OK) {
         result.failure = failed(ErrorKind::config,
                                 fmt::format("this libcurl cannot use the TLS settings for {}: {}",
-                                            parse_target(request.url).host_port, curl_easy_strerror(rc)),
+                                            parse_target(request.url).host_port, curl().easy_strerror(rc)),
                                 false);
         return result;
     }
 
     const auto start = std::chrono::steady_clock::now();
-    const CURLcode code = curl_easy_perform(h);
+    const CURLcode code = curl().easy_perform(h);
     result.elapsed =
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
     long connects = 0, request_size = 0, status = 0;
     curl_off_t pretransfer_us = 0;
-    curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
-    curl_easy_getinfo(h, CURLINFO_REQUEST_SIZE, &request_size);
-    curl_easy_getinfo(h, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl().easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
+    curl().easy_getinfo(h, CURLINFO_REQUEST_SIZE, &request_size);
+    curl().easy_getinfo(h, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
+    curl().easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     // Counted as sent once the connection was ready to send: a doubtful case must not be repeated.
     const bool request_sent = request_size > 0 || pretransfer_us > 0;
     result.new_connections = connects;
@@ -359,7 +359,7 @@ AttemptResult perform_attempt(CURL* h, const TlsSettings& tls, const HttpRequest
     } else if (ex.consumer_stopped) {
         // A clean end chosen by the consumer; curl reports it as a write error.
     } else if (code != CURLE_OK) {
-        const std::string detail = errbuf[0] != '\0' ? std::string(errbuf.data()) : curl_easy_strerror(code);
+        const std::string detail = errbuf[0] != '\0' ? std::string(errbuf.data()) : curl().easy_strerror(code);
         result.failure = transport_failure(code, request, detail, request_sent);
         result.failure->data_delivered = ex.data_delivered;
     } else if (!deliverable(ex.response.status, request.pass_statuses)) {

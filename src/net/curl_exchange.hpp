@@ -12,6 +12,7 @@
 
 #include <curl/curl.h>
 
+#include "net/curl_api.hpp"
 #include "net/http_client.hpp"
 #include "net/http_policy.hpp"
 

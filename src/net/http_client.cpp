@@ -33,10 +33,19 @@ std::optional<std::string_view> HttpResponse::header(std::string_view name) cons
 
 namespace {
 
-CURLcode global_init() {
+// Loads libcurl and initialises it, once. On failure `load_error` says why (libcurl missing).
+CURLcode global_init(std::string& load_error) {
     static std::once_flag once;
     static CURLcode result = CURLE_OK;
-    std::call_once(once, [] { result = curl_global_init(CURL_GLOBAL_DEFAULT); });
+    static std::string error;
+    std::call_once(once, [] {
+        if (load_curl(&error) == nullptr) {
+            result = CURLE_FAILED_INIT;
+            return;
+        }
+        result = curl().global_init(CURL_GLOBAL_DEFAULT);
+    });
+    load_error = error;
     return result;
 }
 
@@ -66,6 +75,7 @@ struct CurlHttpClient::Impl {
     TlsSettings tls;
     RetryPolicy retry;
     CURLcode init_result = CURLE_OK;
+    std::string load_error; // why libcurl could not be loaded
     std::atomic<long> connections{0};
     std::function<void(std::string_view)> debug;
     std::mutex mutex;
@@ -80,7 +90,7 @@ struct CurlHttpClient::Impl {
                 return h;
             }
         }
-        return curl_easy_init();
+        return curl().easy_init();
     }
     void release(CURL* h) {
         std::lock_guard lock(mutex);
@@ -107,7 +117,8 @@ struct CurlHttpClient::Impl {
     template <typename Attempt> Result<HttpResponse> run(const HttpRequest& request, Attempt&& attempt) {
         const std::vector<std::string> secrets = credential_values(request.headers);
         if (init_result != CURLE_OK) {
-            return tl::unexpected(internal_error(request, curl_easy_strerror(init_result)));
+            return tl::unexpected(internal_error(
+                request, load_error.empty() ? std::string(curl().easy_strerror(init_result)) : load_error));
         }
         for (int attempts = 1;; ++attempts) {
             CURL* h = acquire();
@@ -138,12 +149,12 @@ CurlHttpClient::CurlHttpClient(TlsSettings tls, RetryPolicy retry) : m_impl(std:
     m_impl->tls = std::move(tls);
     m_impl->retry = std::move(retry);
     m_impl->retry.max_attempts = std::max(1, m_impl->retry.max_attempts);
-    m_impl->init_result = global_init();
+    m_impl->init_result = global_init(m_impl->load_error);
 }
 
 CurlHttpClient::~CurlHttpClient() {
     for (CURL* h : m_impl->idle) {
-        curl_easy_cleanup(h);
+        curl().easy_cleanup(h);
     }
 }
 

@@ -4,6 +4,8 @@
 
 #include "store/job_store.hpp"
 
+#include <algorithm>
+
 #include <fmt/core.h>
 
 #include "store/sqlite_stmt.hpp"
@@ -126,14 +128,29 @@ Status JobStore::set_remote_id(std::int64_t id, const std::string& remote_id) {
 }
 
 Status JobStore::update(std::int64_t id, const JobUpdate& update, std::int64_t now) {
-    if (update.state == JobState::unknown) {
-        // Nothing to write: the last known state stays, and updated_at keeps measuring its age.
-        auto found = get(id);
+    auto applied = update_many({{id, update}}, now);
+    if (!applied) {
+        return tl::unexpected(applied.error());
+    }
+    if (!applied->front()) {
+        auto found = get(id); // unchanged because it has ended, is UNKNOWN, or does not exist
         if (!found) {
             return tl::unexpected(found.error());
         }
         return *found ? Status{} : not_found(id);
     }
+    return {};
+}
+
+Result<std::vector<bool>>
+JobStore::update_many(const std::vector<std::pair<std::int64_t, JobUpdate>>& updates, std::int64_t now) {
+    std::vector<bool> applied(updates.size(), false);
+    const bool any = std::any_of(updates.begin(), updates.end(),
+                                 [](const auto& u) { return u.second.state != JobState::unknown; });
+    if (!any) {
+        return applied; // UNKNOWN writes nothing: the last known state and its age stay
+    }
+    // One transaction for a whole refresh: a status over 100 jobs is one commit, not 100.
     auto txn = begin_write();
     if (!txn) {
         return tl::unexpected(txn.error());
@@ -147,28 +164,28 @@ Status JobStore::update(std::int64_t id, const JobUpdate& update, std::int64_t n
     if (!stmt) {
         return tl::unexpected(stmt.error());
     }
-    stmt->bind(1, to_string(update.state));
-    stmt->bind(2, update.reason);
-    stmt->bind(3, widen(update.exit_code));
-    stmt->bind(4, update.started_at);
-    stmt->bind(5, update.ended_at);
-    stmt->bind(6, now);
-    stmt->bind(7, id);
-    if (stmt->step() != SQLITE_DONE) {
-        return tl::unexpected(sqlite_error(fmt::format("cannot update job {}", id)));
-    }
-    const bool changed = sqlite3_changes(m_db) != 0;
-    if (txn->commit() != SQLITE_OK) {
-        return tl::unexpected(sqlite_error(fmt::format("cannot update job {}", id)));
-    }
-    if (!changed) {
-        auto found = get(id); // unchanged because it has ended, or because it does not exist
-        if (!found) {
-            return tl::unexpected(found.error());
+    for (std::size_t i = 0; i < updates.size(); ++i) {
+        const auto& [id, update] = updates[i];
+        if (update.state == JobState::unknown) {
+            continue;
         }
-        return *found ? Status{} : not_found(id);
+        stmt->reset();
+        stmt->bind(1, to_string(update.state));
+        stmt->bind(2, update.reason);
+        stmt->bind(3, widen(update.exit_code));
+        stmt->bind(4, update.started_at);
+        stmt->bind(5, update.ended_at);
+        stmt->bind(6, now);
+        stmt->bind(7, id);
+        if (stmt->step() != SQLITE_DONE) {
+            return tl::unexpected(sqlite_error(fmt::format("cannot update job {}", id)));
+        }
+        applied[i] = sqlite3_changes(m_db) != 0;
     }
-    return {};
+    if (txn->commit() != SQLITE_OK) {
+        return tl::unexpected(sqlite_error("cannot record the refreshed job states"));
+    }
+    return applied;
 }
 
 Result<std::optional<JobRecord>> JobStore::get(std::int64_t id) {

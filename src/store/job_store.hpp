@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/error.hpp"
@@ -51,6 +52,10 @@ public:
     // Applies a refresh result and sets updated_at to `now`. An UNKNOWN result changes nothing: the row keeps
     // its last known state, and updated_at its age.
     Status update(std::int64_t id, const JobUpdate& update, std::int64_t now);
+    // Applies a whole refresh in one transaction; says, per entry, whether the row changed (false: the
+    // update was UNKNOWN, the job had already ended, or it does not exist).
+    Result<std::vector<bool>> update_many(const std::vector<std::pair<std::int64_t, JobUpdate>>& updates,
+                                          std::int64_t now);
     Result<std::optional<JobRecord>> get(std::int64_t id);
     Result<std::vector<JobRecord>> list(const JobFilter& filter); // sorted by id
 

@@ -104,7 +104,7 @@ Result<std::string> LocalBackend::check() {
     return fmt::format("bash found, {} writable", m_jobs_dir);
 }
 
-Result<ClusterInventory> LocalBackend::inventory() {
+Result<ClusterInventory> LocalBackend::inventory(std::chrono::seconds /*max_age: always fresh, it is cheap*/) {
     ClusterInventory inv;
     inv.name = m_cluster;
     inv.kind = BackendKind::local;

@@ -24,7 +24,7 @@ public:
     const std::string& cluster() const override { return m_cluster; }
     BackendKind kind() const override { return BackendKind::local; }
     Result<std::string> check() override;
-    Result<ClusterInventory> inventory() override;
+    Result<ClusterInventory> inventory(std::chrono::seconds max_age = std::chrono::seconds(0)) override;
     Result<std::string> render(const TaskSpec& spec, const Placement& placement,
                                std::int64_t job_id) override;
     Result<std::string> submit(const TaskSpec& spec, const Placement& placement,

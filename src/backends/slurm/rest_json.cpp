@@ -2,6 +2,8 @@
 
 #include "backends/slurm/rest_json.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace tandem::slurm::rest {
@@ -111,6 +113,13 @@ std::vector<std::string> strings(const nlohmann::json& object, std::string_view 
         }
     }
     return out;
+}
+
+bool is_job_field(std::string_view key) {
+    static constexpr std::string_view fields[] = {"job_id",    "name",           "job_state", "state_reason",
+                                                  "exit_code", "start_time",     "end_time",  "nodes",
+                                                  "comment",   "standard_output"};
+    return std::find(std::begin(fields), std::end(fields), key) != std::end(fields);
 }
 
 std::optional<Error> response_error(const nlohmann::json& body) {

@@ -33,6 +33,10 @@ std::vector<std::string> strings(const nlohmann::json& object, std::string_view 
 // object[a][b]... or a null json when any step is missing.
 const nlohmann::json& at_path(const nlohmann::json& object, std::initializer_list<std::string_view> path);
 
+// The job fields parse_jobs (v0.0.38 and v0.0.40+) reads. GET /jobs carries about a hundred fields per
+// job (1 MB for 100 jobs); a refresh parses only these.
+bool is_job_field(std::string_view key);
+
 // errors[] as one classified error (nullopt when the list is empty or absent). Slurm's "Invalid job id
 // specified" (2017) is not_found; everything else is remote.
 std::optional<Error> response_error(const nlohmann::json& body);

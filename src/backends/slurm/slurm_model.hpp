@@ -17,53 +17,53 @@ namespace tandem::slurm {
 // What the sbatch script and the submit payload are made from: the spec and placement, resolved.
 struct SubmitPlan {
     std::int64_t tandem_id = 0;
-    std::string submit_token;       // random, written to the job's comment: finds a submit that was retried
-    std::string job_name;           // spec name
-    std::string partition;          // placement pool
+    std::string submit_token; // random, written to the job's comment: finds a submit that was retried
+    std::string job_name;     // spec name
+    std::string partition;    // placement pool
     int nodes = 1;
-    int gpus_per_node = 0;          // 0: no gres
-    std::string gres_type;          // "h100" (lower case, as Slurm's gres names are)
+    int gpus_per_node = 0; // 0: no gres
+    std::string gres_type; // "h100" (lower case, as Slurm's gres names are)
     std::optional<int> cpus_per_task;
     std::optional<int> memory_mb_per_node;
     std::optional<int> tmp_disk_mb;
-    int time_limit_minutes = 0;     // config.slurm.time, else the partition's limit; never unlimited
+    int time_limit_minutes = 0; // config.slurm.time, else the partition's limit; never unlimited
     std::optional<std::string> account, qos, constraint;
-    std::string working_directory;  // where the job runs (workdir, else the submitting user's home)
-    std::string output_pattern;     // stdout/stderr file pattern, e.g. /home/u/.tandem/jobs/%j.out
+    std::string working_directory; // where the job runs (workdir, else the submitting user's home)
+    std::string output_pattern;    // stdout/stderr file pattern, e.g. /home/u/.tandem/jobs/%j.out
     std::vector<std::pair<std::string, std::string>> environment; // envs + secrets + TANDEM_* basics
 };
 
 struct SlurmJob {
-    std::string job_id;             // Slurm's numeric id, as text
+    std::string job_id; // Slurm's numeric id, as text
     std::string name;
-    std::string state;              // base state: "PENDING", "RUNNING", "COMPLETED", "TIMEOUT", ...
+    std::string state;                    // base state: "PENDING", "RUNNING", "COMPLETED", "TIMEOUT", ...
     std::vector<std::string> state_flags; // v0.0.40+: the rest of job_state, e.g. {"COMPLETING"}; v0.0.38
                                           // has one string, which may itself be a flag ("COMPLETING")
-    std::string state_reason;       // "None", "Resources", "Priority", ...
-    std::optional<int> exit_code;   // the batch script's exit status
-    std::optional<int> signal;      // the signal that ended it, if any
+    std::string state_reason;             // "None", "Resources", "Priority", ...
+    std::optional<int> exit_code;         // the batch script's exit status
+    std::optional<int> signal;            // the signal that ended it, if any
     std::optional<std::int64_t> start_time, end_time; // Unix seconds; absent when 0 or unset
-    std::string nodes;              // "gpu[1-2]"
-    std::string comment;            // tandem's submit token
-    std::string standard_output;    // the resolved output path when Slurm reports it
+    std::string nodes;                                // "gpu[1-2]"
+    std::string comment;                              // tandem's submit token
+    std::string standard_output;                      // the resolved output path when Slurm reports it
 };
 
 struct SlurmPartition {
     std::string name;
-    std::vector<std::string> nodes; // expanded host names
+    std::vector<std::string> nodes;      // expanded host names
     std::optional<int> max_time_minutes; // nullopt: UNLIMITED
     bool is_default = false;
-    std::string state;              // "UP", "DOWN", "DRAIN", "INACTIVE"; empty when not reported
+    std::string state; // "UP", "DOWN", "DRAIN", "INACTIVE"; empty when not reported
 };
 
 struct SlurmNode {
     std::string name;
-    std::string state;              // "idle", "mixed", "allocated", "down", "drain"... (lower case)
+    std::string state; // "idle", "mixed", "allocated", "down", "drain"... (lower case)
     int cpus = 0;
     int alloc_cpus = 0;
     double real_memory_mb = 0;
-    std::string gres;               // "gpu:h100:8"
-    std::string gres_used;          // "gpu:h100:2(IDX:0-1)"
+    std::string gres;      // "gpu:h100:8"
+    std::string gres_used; // "gpu:h100:2(IDX:0-1)"
     std::vector<std::string> partitions;
 };
 

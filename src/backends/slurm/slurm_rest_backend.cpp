@@ -9,6 +9,7 @@
 #include <random>
 #include <sstream>
 #include <thread>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -66,7 +67,9 @@ bool node_free(const SlurmNode& n) {
 SlurmRestBackend::SlurmRestBackend(std::string cluster, SlurmSettings settings, std::string state_dir,
                                    std::unique_ptr<net::HttpClient> http)
     : m_cluster(std::move(cluster)), m_settings(std::move(settings)),
-      m_cache_file(state_dir + "/cache/slurm-api-" + m_cluster + ".json"), m_http(std::move(http)) {}
+      m_cache_file(state_dir + "/cache/slurm-api-" + m_cluster + ".json"),
+      m_inventory_file(state_dir + "/cache/slurm-inventory-" + m_cluster + ".json"), m_http(std::move(http)) {
+}
 
 std::string SlurmRestBackend::output_path(const std::string& slurm_id) const {
     return fmt::format("{}/tandem-{}.out", m_settings.home, slurm_id);
@@ -75,7 +78,7 @@ std::string SlurmRestBackend::output_path(const std::string& slurm_id) const {
 // slurmrestd answers most failures with HTTP 500 and a JSON errors[] list, so 400 and 500 are read here
 // rather than turned into generic HTTP errors.
 Result<nlohmann::json> SlurmRestBackend::call(const std::string& method, const std::string& p,
-                                              const std::string& body, bool idempotent) {
+                                              const std::string& body, bool idempotent, bool jobs_only) {
     const auto& rest = *m_settings.rest;
     net::HttpRequest request;
     request.method = method;
@@ -99,7 +102,14 @@ Result<nlohmann::json> SlurmRestBackend::call(const std::string& method, const s
     if (!response) {
         return named(response.error());
     }
-    nlohmann::json json = nlohmann::json::parse(response->body, nullptr, false);
+    // For GET /jobs, keep only the fields the parser reads (depth 3: {"jobs": [{field: ...}]}); building
+    // the rest of a 1 MB answer would cost more than the request.
+    nlohmann::json::parser_callback_t keep_job_fields = [](int depth, nlohmann::json::parse_event_t event,
+                                                           nlohmann::json& parsed) {
+        return !(event == nlohmann::json::parse_event_t::key && depth == 3 && parsed.is_string() &&
+                 !slurm::rest::is_job_field(parsed.get_ref<const std::string&>()));
+    };
+    nlohmann::json json = nlohmann::json::parse(response->body, jobs_only ? keep_job_fields : nullptr, false);
     if (json.is_discarded()) {
         std::string excerpt = response->body.substr(0, 120);
         std::replace(excerpt.begin(), excerpt.end(), '\n', ' ');
@@ -206,7 +216,13 @@ Result<std::string> SlurmRestBackend::check() {
                        m_settings.rest->user);
 }
 
-Result<ClusterInventory> SlurmRestBackend::inventory() {
+Result<ClusterInventory> SlurmRestBackend::inventory(std::chrono::seconds max_age) {
+    if (max_age.count() > 0) {
+        if (auto cached = cached_inventory(max_age)) {
+            m_inventory = *cached;
+            return *cached;
+        }
+    }
     auto choice = api();
     if (!choice) {
         return tl::unexpected(choice.error());
@@ -274,7 +290,42 @@ Result<ClusterInventory> SlurmRestBackend::inventory() {
         inv.pools.push_back(std::move(pool));
     }
     m_inventory = inv;
+    store_inventory(inv);
     return inv;
+}
+
+std::optional<ClusterInventory> SlurmRestBackend::cached_inventory(std::chrono::seconds max_age) const {
+    std::ifstream in(m_inventory_file);
+    auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded() || j.value("url", "") != m_settings.rest->url ||
+        now_seconds() - j.value("at", std::int64_t{0}) > max_age.count() || !j.contains("pools")) {
+        return std::nullopt;
+    }
+    ClusterInventory inv;
+    inv.name = m_cluster;
+    inv.kind = BackendKind::slurm;
+    for (const auto& pj : j["pools"]) {
+        auto pool = pool_from_json(pj);
+        if (!pool) {
+            return std::nullopt;
+        }
+        inv.pools.push_back(std::move(*pool));
+    }
+    return inv;
+}
+
+void SlurmRestBackend::store_inventory(const ClusterInventory& inv) const {
+    nlohmann::json pools = nlohmann::json::array();
+    for (const auto& p : inv.pools) {
+        pools.push_back(to_json(p));
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(m_inventory_file).parent_path(), ec);
+    // Written whole and renamed, so a concurrent reader never sees half a file.
+    const std::string tmp = m_inventory_file + ".tmp" + std::to_string(::getpid());
+    std::ofstream(tmp) << nlohmann::json{
+        {"url", m_settings.rest->url}, {"at", now_seconds()}, {"pools", pools}};
+    std::filesystem::rename(tmp, m_inventory_file, ec);
 }
 
 Result<SubmitPlan> SlurmRestBackend::submit_plan(const TaskSpec& spec, const Placement& placement,
@@ -439,7 +490,7 @@ Result<std::vector<SlurmJob>> SlurmRestBackend::list_jobs() {
     if (!choice) {
         return tl::unexpected(choice.error());
     }
-    auto body = call("GET", path("slurm", "/jobs"), "", true);
+    auto body = call("GET", path("slurm", "/jobs"), "", true, true);
     if (!body) {
         return tl::unexpected(body.error());
     }

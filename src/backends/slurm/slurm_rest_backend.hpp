@@ -26,7 +26,7 @@ public:
     const std::string& cluster() const override { return m_cluster; }
     BackendKind kind() const override { return BackendKind::slurm; }
     Result<std::string> check() override;
-    Result<ClusterInventory> inventory() override;
+    Result<ClusterInventory> inventory(std::chrono::seconds max_age = std::chrono::seconds(0)) override;
     Result<std::string> render(const TaskSpec& spec, const Placement& placement,
                                std::int64_t job_id) override;
     Result<std::string> submit(const TaskSpec& spec, const Placement& placement,
@@ -42,16 +42,18 @@ private:
     Result<ApiChoice> api();
     std::string path(const char* tree, const std::string& rest); // "/slurm/v0.0.38" + rest
     Result<nlohmann::json> call(const std::string& method, const std::string& path, const std::string& body,
-                                bool idempotent);
+                                bool idempotent, bool jobs_only = false);
     Result<SubmitPlan> submit_plan(const TaskSpec& spec, const Placement& placement, std::int64_t job_id);
     Result<std::vector<SlurmJob>> list_jobs();
     Result<std::optional<SlurmJob>> accounting_job(const std::string& slurm_id);
     std::optional<std::string> find_by_token(const std::string& token);
-    Result<std::string> render_script(const TaskSpec& spec, const SubmitPlan& plan);
+    std::optional<ClusterInventory> cached_inventory(std::chrono::seconds max_age) const;
+    void store_inventory(const ClusterInventory& inv) const;
 
     std::string m_cluster;
     SlurmSettings m_settings;
     std::string m_cache_file;
+    std::string m_inventory_file;
     std::unique_ptr<net::HttpClient> m_http;
     std::optional<ApiChoice> m_api;
     std::optional<ClusterInventory> m_inventory; // from this invocation, for submit's partition facts

@@ -1,0 +1,68 @@
+#include "net/curl_api.hpp"
+
+#include <dlfcn.h>
+#include <mutex>
+
+namespace tandem::net {
+
+namespace {
+
+struct Loaded {
+    CurlApi api{};
+    bool ok = false;
+    std::string error;
+};
+
+template <typename F> bool bind(void* lib, const char* name, F& out, std::string& error) {
+    void* symbol = dlsym(lib, name);
+    if (symbol == nullptr) {
+        error = std::string("libcurl has no ") + name;
+        return false;
+    }
+    out = reinterpret_cast<F>(symbol);
+    return true;
+}
+
+const Loaded& loaded() {
+    static Loaded state;
+    static std::once_flag once;
+    std::call_once(once, [] {
+        void* lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+        if (lib == nullptr) {
+            const char* why = dlerror();
+            state.error =
+                std::string("cannot load libcurl.so.4 (install libcurl4): ") + (why ? why : "unknown");
+            return;
+        }
+        auto& a = state.api;
+        std::string& e = state.error;
+        state.ok = bind(lib, "curl_global_init", a.global_init, e) &&
+                   bind(lib, "curl_easy_init", a.easy_init, e) &&
+                   bind(lib, "curl_easy_cleanup", a.easy_cleanup, e) &&
+                   bind(lib, "curl_easy_reset", a.easy_reset, e) &&
+                   bind(lib, "curl_easy_setopt", a.easy_setopt, e) &&
+                   bind(lib, "curl_easy_perform", a.easy_perform, e) &&
+                   bind(lib, "curl_easy_getinfo", a.easy_getinfo, e) &&
+                   bind(lib, "curl_easy_strerror", a.easy_strerror, e) &&
+                   bind(lib, "curl_slist_append", a.slist_append, e) &&
+                   bind(lib, "curl_slist_free_all", a.slist_free_all, e);
+        // The library stays loaded for the life of the process: handles may outlive any one client.
+    });
+    return state;
+}
+
+} // namespace
+
+const CurlApi* load_curl(std::string* error) {
+    const Loaded& l = loaded();
+    if (!l.ok && error != nullptr) {
+        *error = l.error;
+    }
+    return l.ok ? &l.api : nullptr;
+}
+
+const CurlApi& curl() {
+    return loaded().api;
+}
+
+} // namespace tandem::net
