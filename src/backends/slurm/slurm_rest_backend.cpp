@@ -18,6 +18,7 @@
 #include "backends/slurm/rest_v0038.hpp"
 #include "backends/slurm/rest_v0040.hpp"
 #include "backends/slurm/sbatch_script.hpp"
+#include "backends/slurm/slurm_inventory.hpp"
 #include "core/quantity.hpp"
 
 namespace tandem::slurm {
@@ -40,26 +41,6 @@ std::string random_token() {
 std::string lower(std::string s) {
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
     return s;
-}
-
-// "gpu:h100:8(S:0-1)" -> {"h100", 8}; "gpu:8" -> {"", 8}; anything else -> {"", 0}.
-std::pair<std::string, int> gpu_gres(const std::string& gres) {
-    std::stringstream items(gres);
-    for (std::string item; std::getline(items, item, ',');) {
-        if (item.rfind("gpu:", 0) != 0) {
-            continue;
-        }
-        item = item.substr(0, item.find('('));
-        auto last = item.rfind(':');
-        int count = std::atoi(item.c_str() + last + 1);
-        std::string type = last > 3 ? item.substr(4, last - 4) : std::string();
-        return {type, count};
-    }
-    return {"", 0};
-}
-
-bool node_free(const SlurmNode& n) {
-    return n.state == "idle" && n.alloc_cpus == 0;
 }
 
 } // namespace
@@ -243,52 +224,7 @@ Result<ClusterInventory> SlurmRestBackend::inventory(std::chrono::seconds max_ag
         e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
         return tl::unexpected(e);
     }
-    std::map<std::string, const SlurmNode*> by_name;
-    for (const auto& n : *nodes) {
-        by_name[n.name] = &n;
-    }
-    ClusterInventory inv;
-    inv.name = m_cluster;
-    inv.kind = BackendKind::slurm;
-    for (const auto& part : *partitions) {
-        Pool pool;
-        pool.name = part.name;
-        pool.max_time_minutes = part.max_time_minutes;
-        std::map<std::string, int> states;
-        bool first = true;
-        for (const auto& name : part.nodes) {
-            auto it = by_name.find(name);
-            if (it == by_name.end()) {
-                continue;
-            }
-            const SlurmNode& n = *it->second;
-            auto [type, gpus] = gpu_gres(n.gres);
-            auto used = gpu_gres(n.gres_used).second;
-            const bool usable = n.state != "down" && n.state.find("drain") == std::string::npos;
-            if (first) { // a pool is a partition; per-node facts are taken as the smallest node's
-                pool.accelerator = type;
-                pool.gpus_per_node = gpus;
-                pool.cpus_per_node = n.cpus;
-                pool.memory_gb_per_node = n.real_memory_mb / 1024.0;
-                first = false;
-            } else {
-                pool.gpus_per_node = std::min(pool.gpus_per_node, gpus);
-                pool.cpus_per_node = std::min(pool.cpus_per_node, n.cpus);
-                pool.memory_gb_per_node = std::min(pool.memory_gb_per_node, n.real_memory_mb / 1024.0);
-            }
-            ++pool.nodes_total;
-            pool.gpus_total += gpus;
-            if (usable) {
-                pool.gpus_free += std::max(0, gpus - used);
-                pool.nodes_free += node_free(n) ? 1 : 0;
-            }
-            ++states[n.state];
-        }
-        for (const auto& [state, count] : states) {
-            pool.node_states.push_back(fmt::format("{}:{}", state, count));
-        }
-        inv.pools.push_back(std::move(pool));
-    }
+    ClusterInventory inv = build_inventory(m_cluster, *partitions, *nodes);
     m_inventory = inv;
     store_inventory(inv);
     return inv;
@@ -393,8 +329,9 @@ Result<SubmitPlan> SlurmRestBackend::submit_plan(const TaskSpec& spec, const Pla
     return plan;
 }
 
-Result<std::string> SlurmRestBackend::render(const TaskSpec& spec, const Placement& placement,
-                                             std::int64_t job_id) {
+Result<SlurmRestBackend::Prepared> SlurmRestBackend::prepare_submit(const TaskSpec& spec,
+                                                                    const Placement& placement,
+                                                                    std::int64_t job_id, bool mask_secrets) {
     auto plan = submit_plan(spec, placement, job_id);
     if (!plan) {
         return tl::unexpected(plan.error());
@@ -403,27 +340,36 @@ Result<std::string> SlurmRestBackend::render(const TaskSpec& spec, const Placeme
     if (!script) {
         return tl::unexpected(script.error());
     }
-    // The payload as submitted, with secret values masked: plan output must never show them.
-    for (auto& [k, v] : plan->environment) {
-        for (const auto& s : spec.secrets) {
-            if (s.first == k) {
-                v = "<secret>";
-            }
-        }
-    }
     auto choice = api();
     if (!choice) {
         return tl::unexpected(choice.error());
     }
+    if (mask_secrets) { // for `plan`: its output must never show a secret's value
+        for (auto& [k, v] : plan->environment) {
+            for (const auto& secret : spec.secrets) {
+                v = secret.first == k ? "<secret>" : v;
+            }
+        }
+    }
     auto payload = choice->version == ApiVersion::v0_0_38
                        ? v0038::submit_payload(*script, *plan)
                        : v0040::submit_payload(*script, *plan, choice->version);
+    return Prepared{std::move(*plan), std::move(*script), std::move(payload)};
+}
+
+Result<std::string> SlurmRestBackend::render(const TaskSpec& spec, const Placement& placement,
+                                             std::int64_t job_id) {
+    auto prepared = prepare_submit(spec, placement, job_id, true);
+    if (!prepared) {
+        return tl::unexpected(prepared.error());
+    }
+    auto& payload = prepared->payload;
     payload.erase("script");
     if (payload.contains("job")) {
         payload["job"].erase("script");
     }
     return fmt::format("# POST {}/slurm/{}/job/submit\n# script:\n{}\n# job options:\n{}\n",
-                       m_settings.rest->url, to_string(choice->version), *script, payload.dump(2));
+                       m_settings.rest->url, to_string(m_api->version), prepared->script, payload.dump(2));
 }
 
 std::optional<std::string> SlurmRestBackend::find_by_token(const std::string& token) {
@@ -441,21 +387,13 @@ std::optional<std::string> SlurmRestBackend::find_by_token(const std::string& to
 
 Result<std::string> SlurmRestBackend::submit(const TaskSpec& spec, const Placement& placement,
                                              std::int64_t job_id) {
-    auto plan = submit_plan(spec, placement, job_id);
-    if (!plan) {
-        return tl::unexpected(plan.error());
+    auto prepared = prepare_submit(spec, placement, job_id, false);
+    if (!prepared) {
+        return tl::unexpected(prepared.error());
     }
-    auto script = render_sbatch_script(spec, *plan);
-    if (!script) {
-        return tl::unexpected(script.error());
-    }
-    auto choice = api();
-    if (!choice) {
-        return tl::unexpected(choice.error());
-    }
-    const bool v38 = choice->version == ApiVersion::v0_0_38;
-    const auto payload =
-        v38 ? v0038::submit_payload(*script, *plan) : v0040::submit_payload(*script, *plan, choice->version);
+    const bool v38 = m_api->version == ApiVersion::v0_0_38;
+    const auto& plan = prepared->plan;
+    const auto& payload = prepared->payload;
     const std::string body = payload.dump();
     const auto submit_path = path("slurm", "/job/submit");
     auto answer = call("POST", submit_path, body, false);
@@ -463,14 +401,14 @@ Result<std::string> SlurmRestBackend::submit(const TaskSpec& spec, const Placeme
     // only this submit knows: look for it before trying again, so a retry never makes a second job.
     for (int attempt = 1; !answer && is_retryable(answer.error().kind) && attempt < 3; ++attempt) {
         std::this_thread::sleep_for(std::chrono::milliseconds(300 * attempt));
-        if (auto existing = find_by_token(plan->submit_token)) {
+        if (auto existing = find_by_token(plan.submit_token)) {
             return *existing;
         }
         answer = call("POST", submit_path, body, false);
     }
     if (!answer) {
         if (is_retryable(answer.error().kind)) {
-            if (auto existing = find_by_token(plan->submit_token)) {
+            if (auto existing = find_by_token(plan.submit_token)) {
                 return *existing;
             }
         }

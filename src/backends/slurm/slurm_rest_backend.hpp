@@ -44,6 +44,14 @@ private:
     Result<nlohmann::json> call(const std::string& method, const std::string& path, const std::string& body,
                                 bool idempotent, bool jobs_only = false);
     Result<SubmitPlan> submit_plan(const TaskSpec& spec, const Placement& placement, std::int64_t job_id);
+    struct Prepared {
+        SubmitPlan plan;
+        std::string script;
+        nlohmann::json payload;
+    };
+    // What submit sends and render shows, built once for both.
+    Result<Prepared> prepare_submit(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
+                                    bool mask_secrets);
     Result<std::vector<SlurmJob>> list_jobs();
     Result<std::optional<SlurmJob>> accounting_job(const std::string& slurm_id);
     std::optional<std::string> find_by_token(const std::string& token);
