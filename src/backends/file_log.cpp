@@ -1,6 +1,7 @@
 #include "backends/file_log.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -54,6 +55,13 @@ Status stream_file(const std::string& file, const LogOptions& options, const Log
             }
         }
         in.clear();
+        // A file shorter than what was read has been replaced (a requeued job starts its output anew).
+        std::error_code ec;
+        if (auto size = std::filesystem::file_size(file, ec); !ec && size < offset) {
+            offset = 0;
+            in.close();
+            in.open(file, std::ios::binary);
+        }
         in.seekg(static_cast<std::streamoff>(offset));
         while (in.read(buffer.data(), static_cast<std::streamsize>(buffer.size())) || in.gcount() > 0) {
             auto n = static_cast<std::size_t>(in.gcount());

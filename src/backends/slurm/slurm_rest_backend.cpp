@@ -49,11 +49,31 @@ SlurmRestBackend::SlurmRestBackend(std::string cluster, SlurmSettings settings, 
                                    std::unique_ptr<net::HttpClient> http)
     : m_cluster(std::move(cluster)), m_settings(std::move(settings)),
       m_cache_file(state_dir + "/cache/slurm-api-" + m_cluster + ".json"),
-      m_inventory_file(state_dir + "/cache/slurm-inventory-" + m_cluster + ".json"), m_http(std::move(http)) {
+      m_inventory_file(state_dir + "/cache/slurm-inventory-" + m_cluster + ".json"),
+      m_jobs_dir(state_dir + "/jobs"), m_http(std::move(http)) {}
+
+// Slurm job ids are not unique over time (a reinstalled cluster starts at 1 again) nor across clusters
+// sharing a home directory, so the file name carries the submit's random token too. The expanded path is
+// kept in STATE/jobs/ID/slurm-output, as the local backend keeps its files.
+std::string SlurmRestBackend::output_path(const JobRecord& job) const {
+    std::ifstream in(fmt::format("{}/{}/slurm-output", m_jobs_dir, job.id));
+    std::string path;
+    if (std::getline(in, path) && !path.empty()) {
+        return path;
+    }
+    return fmt::format("{}/tandem-{}.out", m_settings.home, job.remote_id);
 }
 
-std::string SlurmRestBackend::output_path(const std::string& slurm_id) const {
-    return fmt::format("{}/tandem-{}.out", m_settings.home, slurm_id);
+void SlurmRestBackend::remember_output(std::int64_t job_id, const SubmitPlan& plan,
+                                       const std::string& slurm_id) const {
+    std::string path = plan.output_pattern;
+    if (auto at = path.find("%j"); at != std::string::npos) {
+        path.replace(at, 2, slurm_id);
+    }
+    const std::string dir = fmt::format("{}/{}", m_jobs_dir, job_id);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    std::ofstream(dir + "/slurm-output") << path << "\n";
 }
 
 // slurmrestd answers most failures with HTTP 500 and a JSON errors[] list, so 400 and 500 are read here
@@ -317,7 +337,7 @@ Result<SubmitPlan> SlurmRestBackend::submit_plan(const TaskSpec& spec, const Pla
     plan.qos = spec.slurm.qos;
     plan.constraint = spec.slurm.constraint;
     plan.working_directory = spec.workdir.value_or(m_settings.home);
-    plan.output_pattern = m_settings.home + "/tandem-%j.out";
+    plan.output_pattern = fmt::format("{}/tandem-{}-%j.out", m_settings.home, plan.submit_token);
     plan.environment = {
         {"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", m_settings.home}, {"USER", m_settings.rest->user}};
     for (const auto& kv : spec.envs) {
@@ -402,6 +422,7 @@ Result<std::string> SlurmRestBackend::submit(const TaskSpec& spec, const Placeme
     for (int attempt = 1; !answer && is_retryable(answer.error().kind) && attempt < 3; ++attempt) {
         std::this_thread::sleep_for(std::chrono::milliseconds(300 * attempt));
         if (auto existing = find_by_token(plan.submit_token)) {
+            remember_output(job_id, plan, *existing);
             return *existing;
         }
         answer = call("POST", submit_path, body, false);
@@ -409,6 +430,7 @@ Result<std::string> SlurmRestBackend::submit(const TaskSpec& spec, const Placeme
     if (!answer) {
         if (is_retryable(answer.error().kind)) {
             if (auto existing = find_by_token(plan.submit_token)) {
+                remember_output(job_id, plan, *existing);
                 return *existing;
             }
         }
@@ -420,6 +442,7 @@ Result<std::string> SlurmRestBackend::submit(const TaskSpec& spec, const Placeme
         e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
         return tl::unexpected(e);
     }
+    remember_output(job_id, plan, *id);
     return *id;
 }
 
@@ -507,7 +530,7 @@ Status SlurmRestBackend::cancel(const JobRecord& job) {
 }
 
 Status SlurmRestBackend::logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) {
-    const std::string file = output_path(job.remote_id);
+    const std::string file = output_path(job);
     std::error_code ec;
     const bool visible = std::filesystem::exists(std::filesystem::path(file).parent_path(), ec);
     if (!visible) {

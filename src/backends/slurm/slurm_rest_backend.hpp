@@ -35,8 +35,8 @@ public:
     Status cancel(const JobRecord& job) override;
     Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
 
-    // Where a job's output lands (Slurm returns the pattern unexpanded).
-    std::string output_path(const std::string& slurm_id) const;
+    // Where a job's output lands (Slurm returns the pattern unexpanded, so tandem keeps the path itself).
+    std::string output_path(const JobRecord& job) const;
 
 private:
     Result<ApiChoice> api();
@@ -55,6 +55,7 @@ private:
     Result<std::vector<SlurmJob>> list_jobs();
     Result<std::optional<SlurmJob>> accounting_job(const std::string& slurm_id);
     std::optional<std::string> find_by_token(const std::string& token);
+    void remember_output(std::int64_t job_id, const SubmitPlan& plan, const std::string& slurm_id) const;
     std::optional<ClusterInventory> cached_inventory(std::chrono::seconds max_age) const;
     void store_inventory(const ClusterInventory& inv) const;
 
@@ -62,6 +63,7 @@ private:
     SlurmSettings m_settings;
     std::string m_cache_file;
     std::string m_inventory_file;
+    std::string m_jobs_dir;
     std::unique_ptr<net::HttpClient> m_http;
     std::optional<ApiChoice> m_api;
     std::optional<ClusterInventory> m_inventory; // from this invocation, for submit's partition facts

@@ -208,3 +208,24 @@ TEST_CASE("the backend table makes local backends and refuses unknown settings")
     CHECK(no_rest.error().kind == ErrorKind::config);
     CHECK(no_rest.error().message.find("clusters.hpc.rest: is required") != std::string::npos);
 }
+
+TEST_CASE("following a file that is replaced starts again from its beginning") {
+    TempDir dir;
+    const auto file = (dir.path / "out.log").string();
+    std::ofstream(file) << "old output from another job\n";
+    std::string seen;
+    int polls = 0;
+    auto ended = [&] {
+        if (++polls == 2) {
+            std::ofstream(file, std::ios::trunc) << "new\n"; // the job starts and truncates it
+        }
+        return polls >= 4;
+    };
+    REQUIRE(backends::stream_file(file, LogOptions{true, std::nullopt, std::nullopt},
+                                  [&](std::string_view chunk) {
+                                      seen += chunk;
+                                      return true;
+                                  },
+                                  ended, std::chrono::milliseconds(1)));
+    CHECK(seen == "old output from another job\nnew\n");
+}
