@@ -337,7 +337,7 @@ Result<SubmitPlan> SlurmRestBackend::submit_plan(const TaskSpec& spec, const Pla
     plan.qos = spec.slurm.qos;
     plan.constraint = spec.slurm.constraint;
     plan.working_directory = spec.workdir.value_or(m_settings.home);
-    plan.output_pattern = fmt::format("{}/tandem-{}-%j.out", m_settings.home, plan.submit_token);
+    plan.output_pattern = fmt::format("{}/{}-%j.out", m_settings.home, plan.submit_token); // tandem-<hex>-<id>
     plan.environment = {
         {"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", m_settings.home}, {"USER", m_settings.rest->user}};
     for (const auto& kv : spec.envs) {
