@@ -61,4 +61,24 @@ template <typename F> auto guarded(std::string_view what, F&& parse) -> decltype
     }
 }
 
+// The frame every list endpoint shares: the list `key` (or the errors[] the body carries), each entry
+// mapped by `read`, which may fail.
+template <typename T, typename F>
+Result<std::vector<T>> each(const nlohmann::json& body, std::string_view key, F&& read) {
+    auto list = list_or_error(body, key);
+    if (!list) {
+        return tl::unexpected(list.error());
+    }
+    std::vector<T> out;
+    out.reserve((*list)->size());
+    for (const auto& item : **list) {
+        auto one = read(item);
+        if (!one) {
+            return tl::unexpected(one.error());
+        }
+        out.push_back(std::move(*one));
+    }
+    return out;
+}
+
 } // namespace tandem::slurm::rest

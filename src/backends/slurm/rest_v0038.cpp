@@ -109,13 +109,8 @@ Result<std::string> parse_submit_response(const json& body) {
 }
 
 Result<std::vector<SlurmJob>> parse_jobs(const json& body) {
-    return rest::guarded("v0.0.38 jobs response", [&]() -> Result<std::vector<SlurmJob>> {
-        auto list = rest::list_or_error(body, "jobs");
-        if (!list) {
-            return tl::unexpected(list.error());
-        }
-        std::vector<SlurmJob> out;
-        for (const auto& j : **list) {
+    return rest::guarded("v0.0.38 jobs response", [&]() {
+        return rest::each<SlurmJob>(body, "jobs", [](const json& j) -> Result<SlurmJob> {
             SlurmJob job;
             if (const auto id = rest::number(j, "job_id")) {
                 job.job_id = std::to_string(*id);
@@ -133,20 +128,14 @@ Result<std::vector<SlurmJob>> parse_jobs(const json& body) {
             job.nodes = rest::text(j, "nodes");
             job.comment = rest::text(j, "comment");
             job.standard_output = rest::text(j, "standard_output");
-            out.push_back(std::move(job));
-        }
-        return out;
+            return job;
+        });
     });
 }
 
 Result<std::vector<SlurmJob>> parse_db_jobs(const json& body) {
-    return rest::guarded("v0.0.38 accounting response", [&]() -> Result<std::vector<SlurmJob>> {
-        auto list = rest::list_or_error(body, "jobs");
-        if (!list) {
-            return tl::unexpected(list.error());
-        }
-        std::vector<SlurmJob> out;
-        for (const auto& j : **list) {
+    return rest::guarded("v0.0.38 accounting response", [&]() {
+        return rest::each<SlurmJob>(body, "jobs", [](const json& j) -> Result<SlurmJob> {
             SlurmJob job;
             if (const auto id = rest::number(j, "job_id")) {
                 job.job_id = std::to_string(*id);
@@ -167,20 +156,14 @@ Result<std::vector<SlurmJob>> parse_db_jobs(const json& body) {
             job.end_time = rest::timestamp(rest::at_path(j, {"time"}), "end");
             job.nodes = rest::db_nodes(j);
             job.comment = rest::text(rest::at_path(j, {"comment"}), "job");
-            out.push_back(std::move(job));
-        }
-        return out;
+            return job;
+        });
     });
 }
 
 Result<std::vector<SlurmPartition>> parse_partitions(const json& body) {
-    return rest::guarded("v0.0.38 partitions response", [&]() -> Result<std::vector<SlurmPartition>> {
-        auto list = rest::list_or_error(body, "partitions");
-        if (!list) {
-            return tl::unexpected(list.error());
-        }
-        std::vector<SlurmPartition> out;
-        for (const auto& p : **list) {
+    return rest::guarded("v0.0.38 partitions response", [&]() {
+        return rest::each<SlurmPartition>(body, "partitions", [](const json& p) -> Result<SlurmPartition> {
             SlurmPartition part;
             part.name = rest::text(p, "name");
             auto nodes = expand_hostlist(rest::text(p, "nodes"));
@@ -196,20 +179,14 @@ Result<std::vector<SlurmPartition>> parse_partitions(const json& body) {
                 part.is_default = part.is_default || f == "default" || f == "DEFAULT";
             }
             part.state = rest::text(p, "state");
-            out.push_back(std::move(part));
-        }
-        return out;
+            return part;
+        });
     });
 }
 
 Result<std::vector<SlurmNode>> parse_nodes(const json& body) {
-    return rest::guarded("v0.0.38 nodes response", [&]() -> Result<std::vector<SlurmNode>> {
-        auto list = rest::list_or_error(body, "nodes");
-        if (!list) {
-            return tl::unexpected(list.error());
-        }
-        std::vector<SlurmNode> out;
-        for (const auto& n : **list) {
+    return rest::guarded("v0.0.38 nodes response", [&]() {
+        return rest::each<SlurmNode>(body, "nodes", [](const json& n) -> Result<SlurmNode> {
             SlurmNode node;
             node.name = rest::text(n, "name");
             node.state = node_state(n);
@@ -219,9 +196,8 @@ Result<std::vector<SlurmNode>> parse_nodes(const json& body) {
             node.gres = rest::text(n, "gres");
             node.gres_used = rest::text(n, "gres_used");
             node.partitions = rest::strings(n, "partitions");
-            out.push_back(std::move(node));
-        }
-        return out;
+            return node;
+        });
     });
 }
 

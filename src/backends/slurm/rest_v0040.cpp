@@ -89,23 +89,6 @@ std::string node_state(const json& n) {
     return states.empty() ? std::string() : lower(states.front());
 }
 
-template <typename T, typename F>
-Result<std::vector<T>> each(const json& body, std::string_view key, F&& read) {
-    auto list = rest::list_or_error(body, key);
-    if (!list) {
-        return tl::unexpected(list.error());
-    }
-    std::vector<T> out;
-    for (const auto& item : **list) {
-        auto one = read(item);
-        if (!one) {
-            return tl::unexpected(one.error());
-        }
-        out.push_back(std::move(*one));
-    }
-    return out;
-}
-
 } // namespace
 
 json submit_payload(const std::string& script, const SubmitPlan& plan, ApiVersion version) {
@@ -190,7 +173,7 @@ Result<std::string> parse_submit_response(const json& body) {
 
 Result<std::vector<SlurmJob>> parse_jobs(const json& body) {
     return rest::guarded("v0.0.40 jobs response", [&]() {
-        return each<SlurmJob>(body, "jobs", [](const json& j) -> Result<SlurmJob> {
+        return rest::each<SlurmJob>(body, "jobs", [](const json& j) -> Result<SlurmJob> {
             SlurmJob job;
             if (const auto id = rest::number(j, "job_id")) {
                 job.job_id = std::to_string(*id);
@@ -211,7 +194,7 @@ Result<std::vector<SlurmJob>> parse_jobs(const json& body) {
 
 Result<std::vector<SlurmJob>> parse_db_jobs(const json& body) {
     return rest::guarded("v0.0.40 accounting response", [&]() {
-        return each<SlurmJob>(body, "jobs", [](const json& j) -> Result<SlurmJob> {
+        return rest::each<SlurmJob>(body, "jobs", [](const json& j) -> Result<SlurmJob> {
             SlurmJob job;
             if (const auto id = rest::number(j, "job_id")) {
                 job.job_id = std::to_string(*id);
@@ -231,7 +214,7 @@ Result<std::vector<SlurmJob>> parse_db_jobs(const json& body) {
 
 Result<std::vector<SlurmPartition>> parse_partitions(const json& body) {
     return rest::guarded("v0.0.40 partitions response", [&]() {
-        return each<SlurmPartition>(body, "partitions", [](const json& p) -> Result<SlurmPartition> {
+        return rest::each<SlurmPartition>(body, "partitions", [](const json& p) -> Result<SlurmPartition> {
             SlurmPartition part;
             part.name = rest::text(p, "name");
             auto nodes = expand_hostlist(rest::text(rest::at_path(p, {"nodes"}), "configured"));
@@ -252,7 +235,7 @@ Result<std::vector<SlurmPartition>> parse_partitions(const json& body) {
 
 Result<std::vector<SlurmNode>> parse_nodes(const json& body) {
     return rest::guarded("v0.0.40 nodes response", [&]() {
-        return each<SlurmNode>(body, "nodes", [](const json& n) -> Result<SlurmNode> {
+        return rest::each<SlurmNode>(body, "nodes", [](const json& n) -> Result<SlurmNode> {
             SlurmNode node;
             node.name = rest::text(n, "name");
             node.state = node_state(n);
