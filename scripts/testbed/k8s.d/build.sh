@@ -1,0 +1,80 @@
+# shellcheck shell=bash
+# Build kube-apiserver, kube-controller-manager and kube-scheduler v1.20.2 from
+# Debian 12's own `kubernetes` source package (offline, Debian's Go 1.19), once
+# per machine. The binaries are cached in $K8S_CACHE/bin; the source tree is
+# removed after a successful build.
+
+K8S_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler)
+
+k8s_cached() {
+  local b
+  for b in "${K8S_BINARIES[@]}"; do [[ -x $K8S_CACHE/bin/$b ]] || return 1; done
+  [[ -f $K8S_CACHE/bin/.complete ]]
+}
+
+enable_deb_src() {
+  local f=/etc/apt/sources.list.d/debian.sources
+  if [[ -f $f ]] && grep -q '^Types: deb$' "$f"; then
+    sed -i 's/^Types: deb$/Types: deb deb-src/' "$f"
+    apt-get update -qq
+  elif [[ -f /etc/apt/sources.list ]] && ! grep -q '^deb-src' /etc/apt/sources.list &&
+    grep -q '^deb ' /etc/apt/sources.list; then
+    sed -n 's/^deb /deb-src /p' /etc/apt/sources.list >/etc/apt/sources.list.d/tandem-src.list
+    apt-get update -qq
+  fi
+}
+
+cmd_build() {
+  need_root
+  if k8s_cached; then
+    log "kubernetes binaries already built in $K8S_CACHE/bin"
+    return 0
+  fi
+  local pkgs=(golang-1.19 etcd-server etcd-client rsync openssl curl dpkg-dev
+    golang-github-modern-go-reflect2-dev golang-github-json-iterator-go-dev)
+  local missing=() p
+  for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  if ((${#missing[@]})); then
+    log "installing ${missing[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+  local work=$K8S_CACHE/src
+  rm -rf "$work" && mkdir -p "$work"
+  enable_deb_src
+  log "downloading the kubernetes source package"
+  (cd "$work" && apt-get source --download-only -qq kubernetes >/dev/null)
+  local tarball
+  tarball=$(ls "$work"/kubernetes_*.orig.tar.gz 2>/dev/null | head -1)
+  [[ -n $tarball ]] || die "apt-get source kubernetes gave no orig tarball in $work"
+  tar xzf "$tarball" -C "$work"
+  local tree
+  tree=$(find "$work" -maxdepth 1 -type d -name 'kubernetes-*' | head -1)
+  [[ -n $tree ]] || die "no kubernetes-* tree in $work"
+  # Go >= 1.18 crashes the vendored reflect2 1.0.1 (SIGSEGV in mapiterinit on
+  # the first Pod with resource limits): use Debian's newer reflect2 and
+  # json-iterator instead.
+  local d
+  for d in github.com/modern-go/reflect2 github.com/json-iterator/go; do
+    rm -f "$tree/vendor/$d"/*.go
+    cp /usr/share/gocode/src/$d/*.go "$tree/vendor/$d/"
+    rm -f "$tree/vendor/$d"/*_test.go
+  done
+  grep -q 'mapiterinit\|unsafeMapIterator' "$tree/vendor/github.com/modern-go/reflect2/"*.go ||
+    die "reflect2 patch did not take"
+  log "building kube-apiserver, kube-controller-manager, kube-scheduler (8-20 min)"
+  (
+    cd "$tree"
+    export PATH=/usr/lib/go-1.19/bin:$PATH CGO_ENABLED=0 GOPROXY=off GOFLAGS=-mod=vendor
+    export GOCACHE=$K8S_CACHE/gocache
+    unset GOFLAGS
+    make WHAT="cmd/kube-apiserver cmd/kube-controller-manager cmd/kube-scheduler"
+  ) >"$K8S_CACHE/build.log" 2>&1 || die "kubernetes build failed; see $K8S_CACHE/build.log"
+  mkdir -p "$K8S_CACHE/bin"
+  local b
+  for b in "${K8S_BINARIES[@]}"; do
+    install -m 0755 "$tree/_output/bin/$b" "$K8S_CACHE/bin/$b"
+  done
+  touch "$K8S_CACHE/bin/.complete"
+  rm -rf "$work" "$K8S_CACHE/gocache"
+  log "built: $("$K8S_CACHE/bin/kube-apiserver" --version)"
+}

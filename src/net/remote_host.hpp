@@ -1,0 +1,52 @@
+#pragma once
+// The SSH seam. The Slurm-over-SSH adapter talks to `RemoteHost`; unit tests substitute a recording fake,
+// and the real thing is `SshHost` (libssh2, net/ssh_host.hpp): one TCP connection and one handshake per
+// tandem invocation, every command and file transfer a channel on it. Every failure is a classified
+// `Error` whose message is one line and names user@host:port; no key material or passphrase ever appears.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/error.hpp"
+
+namespace tandem::net {
+
+struct ExecResult {
+    int exit_status = 0;  // the remote command's exit status (128+N when killed by signal N)
+    std::string out;      // its stdout, whole
+    std::string err;      // its stderr, whole
+};
+
+struct RemoteFileInfo {
+    std::uint64_t size = 0;
+    std::int64_t mtime = 0; // Unix seconds
+    bool is_dir = false;
+};
+
+class RemoteHost {
+public:
+    virtual ~RemoteHost() = default;
+
+    // What errors and hints call this host: "slurmtest@127.0.0.1:2222".
+    virtual std::string describe() const = 0;
+
+    // Runs `command` through the remote user's shell (it is a shell command line: every user-supplied word
+    // in it must already be quoted with slurm::shell_quote or equivalent). `input` is written to its stdin,
+    // then stdin is closed. A non-zero exit status is not an error: the caller reads it.
+    virtual Result<ExecResult> exec(const std::string& command, std::string_view input = {}) = 0;
+
+    // SFTP. A missing path is nullopt, not an error.
+    virtual Result<std::optional<RemoteFileInfo>> stat(const std::string& path) = 0;
+    // Up to `max_bytes` from `offset`; a missing file is nullopt. Returns fewer bytes at the end of file.
+    virtual Result<std::optional<std::string>> read(const std::string& path, std::uint64_t offset,
+                                                    std::uint64_t max_bytes) = 0;
+    // Creates or truncates `path` with `mode` and writes `data` (the parent folder must exist).
+    virtual Status write(const std::string& path, std::string_view data, int mode) = 0;
+    // mkdir -p with mode 0700 for the folders it makes.
+    virtual Status make_dirs(const std::string& path) = 0;
+};
+
+} // namespace tandem::net
