@@ -1,0 +1,26 @@
+#pragma once
+// How tandem marks the Kubernetes objects it creates, so status, logs and cancel find them by label
+// selector in one request per namespace. Every Job, pod template, Service and Secret of a tandem job
+// carries all of these labels (the rank only on per-rank Jobs and their pods).
+
+#include <string_view>
+
+namespace tandem::k8s {
+
+// "app.kubernetes.io/managed-by=tandem": the selector that lists every tandem object of a namespace.
+inline constexpr std::string_view k_managed_by_key = "app.kubernetes.io/managed-by";
+inline constexpr std::string_view k_managed_by_value = "tandem";
+// The tandem job's group name (the base Job name, also its remote_id): all ranks share it.
+inline constexpr std::string_view k_job_label = "tandem.dev/job";
+// tandem's own numeric job id, as text.
+inline constexpr std::string_view k_id_label = "tandem.dev/id";
+// The random submit token: tells a retried create (409 AlreadyExists) of our own Job from a clash.
+inline constexpr std::string_view k_token_label = "tandem.dev/submit-token";
+// The node rank, on one-Job-per-rank submissions (servers without Indexed Jobs) and their pods.
+inline constexpr std::string_view k_rank_label = "tandem.dev/rank";
+// Indexed Jobs (1.21+) give each pod its index in this annotation (and env JOB_COMPLETION_INDEX).
+inline constexpr std::string_view k_completion_index_annotation = "batch.kubernetes.io/job-completion-index";
+// Pods of a Job: set by the Job controller on every version.
+inline constexpr std::string_view k_job_name_label = "job-name";
+
+} // namespace tandem::k8s
