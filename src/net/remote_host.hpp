@@ -47,6 +47,11 @@ public:
     virtual Status write(const std::string& path, std::string_view data, int mode) = 0;
     // mkdir -p with mode 0700 for the folders it makes.
     virtual Status make_dirs(const std::string& path) = 0;
+
+    // Drops the connection and makes a new one, for a caller (a log follower) that lost it and wants to
+    // go on. After a lost connection every call fails fast until this succeeds. Hosts without a
+    // connection to lose (a recording fake) have nothing to do.
+    virtual Status reconnect() { return {}; }
 };
 
 } // namespace tandem::net
