@@ -1,0 +1,320 @@
+#include "net/ssh_host.hpp"
+
+#include <algorithm>
+
+#include "net/ssh_connection.hpp"
+#include "net/ssh_keys.hpp"
+
+namespace tandem::net {
+
+namespace {
+
+constexpr std::size_t chunk = 32 * 1024;
+
+bool sftp_missing(unsigned long status) {
+    return status == LIBSSH2_FX_NO_SUCH_FILE || status == LIBSSH2_FX_NO_SUCH_PATH;
+}
+
+// Frees a channel or closes an SFTP handle at scope exit, unless the connection it lived on was dropped
+// (libssh2_session_free has freed it then).
+template <class Free> class OnExit {
+public:
+    OnExit(SshHost::Impl& impl, Free free) : m_impl(impl), m_conn(impl.conn.get()), m_free(std::move(free)) {}
+    ~OnExit() {
+        if (m_impl.conn.get() == m_conn && m_conn) {
+            m_free(*m_conn->target, SshClock::now() + std::chrono::seconds(2));
+        }
+    }
+    OnExit(const OnExit&) = delete;
+    OnExit& operator=(const OnExit&) = delete;
+
+private:
+    SshHost::Impl& m_impl;
+    SshConnection* m_conn;
+    Free m_free;
+};
+
+auto channel_freer(LIBSSH2_CHANNEL* ch) {
+    return
+        [ch](SshSession& s, SshClock::time_point d) { s.retry([&] { return libssh2_channel_free(ch); }, d); };
+}
+auto handle_closer(LIBSSH2_SFTP_HANDLE* h) {
+    return [h](SshSession& s, SshClock::time_point d) {
+        s.retry([&] { return libssh2_sftp_close_handle(h); }, d);
+    };
+}
+
+} // namespace
+
+SshHost::SshHost(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
+SshHost::~SshHost() = default;
+
+std::string SshHost::describe() const {
+    return m_impl->route.target.describe();
+}
+int SshHost::handshakes() const {
+    return m_impl->handshakes;
+}
+Status SshHost::connect() {
+    return m_impl->ensure();
+}
+
+Status SshHost::reconnect() {
+    if (m_impl->conn) {
+        m_impl->conn->broken = true; // never wait on a connection we are giving up
+        m_impl->conn.reset();
+    }
+    m_impl->lost.clear();
+    return m_impl->open();
+}
+
+Result<ExecResult> SshHost::exec(const std::string& command, std::string_view input) {
+    auto& impl = *m_impl;
+    auto st = impl.ensure();
+    if (!st) {
+        return tl::unexpected(st.error());
+    }
+    SshSession& s = *impl.conn->target;
+    int rc = 0;
+    LIBSSH2_CHANNEL* ch = s.retry_ptr<LIBSSH2_CHANNEL>([&] { return libssh2_channel_open_session(s.raw()); },
+                                                       impl.io_deadline(), rc);
+    if (!ch) {
+        return impl.failure(rc, "opening a channel");
+    }
+    OnExit guard(impl, channel_freer(ch));
+    rc = s.retry([&] { return libssh2_channel_exec(ch, command.c_str()); }, impl.io_deadline());
+    if (rc != 0) {
+        return impl.failure(rc, "starting a command");
+    }
+
+    ExecResult out;
+    std::size_t sent = 0;
+    bool eof_sent = false;
+    auto idle_deadline = impl.io_deadline();
+    char buf[chunk];
+    for (;;) {
+        bool progress = false;
+        if (sent < input.size()) {
+            ssize_t n = libssh2_channel_write(ch, input.data() + sent, std::min(chunk, input.size() - sent));
+            if (n > 0) {
+                sent += static_cast<std::size_t>(n);
+                progress = true;
+            } else if (n == LIBSSH2_ERROR_CHANNEL_CLOSED || n == LIBSSH2_ERROR_CHANNEL_EOF_SENT) {
+                sent = input.size(); // the command is gone or stopped reading: like EPIPE, not our error
+                eof_sent = true;
+            } else if (n < 0 && n != LIBSSH2_ERROR_EAGAIN) {
+                return impl.failure(static_cast<int>(n), "writing a command's input");
+            }
+        } else if (!eof_sent) {
+            int r = libssh2_channel_send_eof(ch);
+            if (r == 0 || r == LIBSSH2_ERROR_CHANNEL_CLOSED) {
+                eof_sent = true;
+                progress = true;
+            } else if (r != LIBSSH2_ERROR_EAGAIN) {
+                return impl.failure(r, "closing a command's input");
+            }
+        }
+        bool drained = true;
+        for (int stream : {0, SSH_EXTENDED_DATA_STDERR}) {
+            for (;;) {
+                ssize_t n = libssh2_channel_read_ex(ch, stream, buf, sizeof buf);
+                if (n > 0) {
+                    (stream == 0 ? out.out : out.err).append(buf, static_cast<std::size_t>(n));
+                    progress = true;
+                    continue;
+                }
+                if (n == LIBSSH2_ERROR_EAGAIN) {
+                    drained = false;
+                } else if (n < 0) {
+                    return impl.failure(static_cast<int>(n), "reading a command's output");
+                }
+                break;
+            }
+        }
+        if (drained && libssh2_channel_eof(ch)) {
+            break;
+        }
+        if (progress) {
+            idle_deadline = impl.io_deadline();
+            continue;
+        }
+        if (!s.wait(idle_deadline)) {
+            return impl.failure(LIBSSH2_ERROR_TIMEOUT, "waiting for a command");
+        }
+    }
+    rc = s.retry([&] { return libssh2_channel_close(ch); }, impl.io_deadline());
+    if (rc == 0) {
+        rc = s.retry([&] { return libssh2_channel_wait_closed(ch); }, impl.io_deadline());
+    }
+    if (rc != 0) {
+        return impl.failure(rc, "closing a channel");
+    }
+    out.exit_status = libssh2_channel_get_exit_status(ch);
+    char* signal = nullptr;
+    std::size_t signal_len = 0;
+    libssh2_channel_get_exit_signal(ch, &signal, &signal_len, nullptr, nullptr, nullptr, nullptr);
+    if (signal) {
+        int number = signal_number(std::string_view(signal, signal_len));
+        out.exit_status = number > 0 ? 128 + number : 255;
+        libssh2_free(s.raw(), signal);
+    }
+    return out;
+}
+
+Result<std::optional<RemoteFileInfo>> SshHost::stat(const std::string& path) {
+    auto& impl = *m_impl;
+    auto sftp = impl.sftp();
+    if (!sftp) {
+        return tl::unexpected(sftp.error());
+    }
+    LIBSSH2_SFTP_ATTRIBUTES a{};
+    int rc = impl.conn->target->retry(
+        [&] {
+            return libssh2_sftp_stat_ex(*sftp, path.c_str(), static_cast<unsigned int>(path.size()),
+                                        LIBSSH2_SFTP_STAT, &a);
+        },
+        impl.io_deadline());
+    if (rc == LIBSSH2_ERROR_SFTP_PROTOCOL && sftp_missing(impl.sftp_status())) {
+        return std::optional<RemoteFileInfo>();
+    }
+    if (rc != 0) {
+        return impl.failure(rc, "stat " + path);
+    }
+    RemoteFileInfo info;
+    info.size = a.filesize;
+    info.mtime = static_cast<std::int64_t>(a.mtime);
+    info.is_dir = LIBSSH2_SFTP_S_ISDIR(a.permissions);
+    return std::optional<RemoteFileInfo>(info);
+}
+
+Result<std::optional<std::string>> SshHost::read(const std::string& path, std::uint64_t offset,
+                                                 std::uint64_t max_bytes) {
+    auto& impl = *m_impl;
+    auto sftp = impl.sftp();
+    if (!sftp) {
+        return tl::unexpected(sftp.error());
+    }
+    SshSession& s = *impl.conn->target;
+    int rc = 0;
+    LIBSSH2_SFTP_HANDLE* h = s.retry_ptr<LIBSSH2_SFTP_HANDLE>(
+        [&] {
+            return libssh2_sftp_open_ex(*sftp, path.c_str(), static_cast<unsigned int>(path.size()),
+                                        LIBSSH2_FXF_READ, 0, LIBSSH2_SFTP_OPENFILE);
+        },
+        impl.io_deadline(), rc);
+    if (!h) {
+        if (rc == LIBSSH2_ERROR_SFTP_PROTOCOL && sftp_missing(impl.sftp_status())) {
+            return std::optional<std::string>();
+        }
+        return impl.failure(rc, "opening " + path);
+    }
+    OnExit guard(impl, handle_closer(h));
+    libssh2_sftp_seek64(h, offset);
+    std::string data;
+    char buf[chunk];
+    while (data.size() < max_bytes) {
+        auto want = static_cast<std::size_t>(std::min<std::uint64_t>(sizeof buf, max_bytes - data.size()));
+        ssize_t n = 0;
+        rc = s.retry(
+            [&] {
+                n = libssh2_sftp_read(h, buf, want);
+                return n < 0 ? static_cast<int>(n) : 0;
+            },
+            impl.io_deadline());
+        if (rc != 0) {
+            return impl.failure(rc, "reading " + path);
+        }
+        if (n == 0) {
+            break;
+        }
+        data.append(buf, static_cast<std::size_t>(n));
+    }
+    return std::optional<std::string>(std::move(data));
+}
+
+Status SshHost::write(const std::string& path, std::string_view data, int mode) {
+    auto& impl = *m_impl;
+    auto sftp = impl.sftp();
+    if (!sftp) {
+        return tl::unexpected(sftp.error());
+    }
+    SshSession& s = *impl.conn->target;
+    int rc = 0;
+    LIBSSH2_SFTP_HANDLE* h = s.retry_ptr<LIBSSH2_SFTP_HANDLE>(
+        [&] {
+            return libssh2_sftp_open_ex(*sftp, path.c_str(), static_cast<unsigned int>(path.size()),
+                                        LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_TRUNC, mode,
+                                        LIBSSH2_SFTP_OPENFILE);
+        },
+        impl.io_deadline(), rc);
+    if (!h) {
+        return impl.failure(rc, "creating " + path);
+    }
+    OnExit guard(impl, handle_closer(h));
+    // An existing file keeps its old mode through O_TRUNC, and a new one gets the server's umask: set it.
+    LIBSSH2_SFTP_ATTRIBUTES attrs{};
+    attrs.flags = LIBSSH2_SFTP_ATTR_PERMISSIONS;
+    attrs.permissions = static_cast<unsigned long>(mode);
+    rc = s.retry([&] { return libssh2_sftp_fsetstat(h, &attrs); }, impl.io_deadline());
+    if (rc != 0) {
+        return impl.failure(rc, "setting the mode of " + path);
+    }
+    std::size_t done = 0;
+    while (done < data.size()) {
+        ssize_t n = 0;
+        // In non-blocking mode libssh2 wants the same buffer again after EAGAIN.
+        rc = s.retry(
+            [&] {
+                n = libssh2_sftp_write(h, data.data() + done, std::min(chunk * 4, data.size() - done));
+                return n < 0 ? static_cast<int>(n) : 0;
+            },
+            impl.io_deadline());
+        if (rc != 0) {
+            return impl.failure(rc, "writing " + path);
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    return {};
+}
+
+Status SshHost::make_dirs(const std::string& path) {
+    std::string prefix = path.starts_with("/") ? "/" : "";
+    std::size_t start = 0;
+    while (start < path.size()) {
+        auto slash = path.find('/', start);
+        auto part = path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+        start = slash == std::string::npos ? path.size() : slash + 1;
+        if (part.empty() || part == ".") {
+            continue;
+        }
+        prefix += (prefix.empty() || prefix.ends_with("/") ? "" : "/") + part;
+        auto info = stat(prefix);
+        if (!info) {
+            return tl::unexpected(info.error());
+        }
+        if (*info) {
+            if (!(*info)->is_dir) {
+                return fail(ErrorKind::remote, m_impl->who() + ": " + prefix + " exists and is not a folder");
+            }
+            continue;
+        }
+        auto& impl = *m_impl;
+        int rc = impl.conn->target->retry(
+            [&] {
+                return libssh2_sftp_mkdir_ex(impl.conn->sftp, prefix.c_str(),
+                                             static_cast<unsigned int>(prefix.size()), 0700);
+            },
+            impl.io_deadline());
+        if (rc != 0) {
+            // Someone else may have made it meanwhile.
+            auto again = stat(prefix);
+            if (again && *again && (*again)->is_dir) {
+                continue;
+            }
+            return impl.failure(rc, "making the folder " + prefix);
+        }
+    }
+    return {};
+}
+
+} // namespace tandem::net
