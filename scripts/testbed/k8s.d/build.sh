@@ -26,6 +26,10 @@ enable_deb_src() {
 
 cmd_build() {
   need_root
+  mkdir -p "$K8S_CACHE"
+  # One build per cache at a time (two testbed dirs may share the cache).
+  exec 8>"$K8S_CACHE/.build-lock"
+  flock -w 3600 8 || die "timed out waiting for another build in $K8S_CACHE"
   if k8s_cached; then
     log "kubernetes binaries already built in $K8S_CACHE/bin"
     return 0
@@ -77,4 +81,5 @@ cmd_build() {
   touch "$K8S_CACHE/bin/.complete"
   rm -rf "$work" "$K8S_CACHE/gocache"
   log "built: $("$K8S_CACHE/bin/kube-apiserver" --version)"
+  exec 8>&-
 }

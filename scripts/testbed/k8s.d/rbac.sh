@@ -1,0 +1,55 @@
+# shellcheck shell=bash
+# The test namespace, its ServiceAccount and the RBAC rights of the non-admin
+# users (client certificate, exec plugin, ServiceAccount). Applied as the
+# admin through the REST API (curl), so `up` does not need kubectl.
+# Sourced by scripts/testbed/k8s after lib.sh and pki.sh.
+
+# What a tandem user may do in $NAMESPACE: run Jobs, read their pods, logs and
+# events, manage the headless Services, Secrets and ConfigMaps a task needs.
+runner_role() {
+  jq -n --arg ns "$NAMESPACE" '{
+    apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role",
+    metadata: {name: "tandem-runner", namespace: $ns},
+    rules: [
+      {apiGroups: ["batch"], resources: ["jobs"], verbs: ["get", "list", "watch", "create", "delete", "patch", "update"]},
+      {apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "watch", "delete"]},
+      {apiGroups: [""], resources: ["pods/log"], verbs: ["get"]},
+      {apiGroups: [""], resources: ["events"], verbs: ["get", "list", "watch"]},
+      {apiGroups: [""], resources: ["services", "secrets", "configmaps"], verbs: ["get", "list", "watch", "create", "delete", "patch", "update"]}
+    ]}'
+}
+
+# Cluster-wide read of nodes (GPU inventory) and of the API's version.
+node_reader_role() {
+  jq -n '{
+    apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole",
+    metadata: {name: "tandem-node-reader"},
+    rules: [{apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "watch"]}]}'
+}
+
+subjects() {
+  jq -n --arg ns "$NAMESPACE" --arg cert "$CERT_USER" --arg exec "$EXEC_USER" '[
+    {kind: "User", apiGroup: "rbac.authorization.k8s.io", name: $cert},
+    {kind: "User", apiGroup: "rbac.authorization.k8s.io", name: $exec},
+    {kind: "ServiceAccount", name: "tandem", namespace: $ns}]'
+}
+
+apply_rbac() {
+  local subj
+  subj=$(subjects)
+  kapi POST /api/v1/namespaces "$(jq -n --arg ns "$NAMESPACE" '{apiVersion: "v1", kind: "Namespace", metadata: {name: $ns}}')" >/dev/null &&
+    kapi POST "/api/v1/namespaces/$NAMESPACE/serviceaccounts" \
+      "$(jq -n '{apiVersion: "v1", kind: "ServiceAccount", metadata: {name: "tandem"}}')" >/dev/null &&
+    kapi POST "/apis/rbac.authorization.k8s.io/v1/namespaces/$NAMESPACE/roles" "$(runner_role)" >/dev/null &&
+    kapi POST "/apis/rbac.authorization.k8s.io/v1/namespaces/$NAMESPACE/rolebindings" \
+      "$(jq -n --argjson s "$subj" '{apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding",
+        metadata: {name: "tandem-runner"}, subjects: $s,
+        roleRef: {apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "tandem-runner"}}')" >/dev/null &&
+    kapi POST /apis/rbac.authorization.k8s.io/v1/clusterroles "$(node_reader_role)" >/dev/null &&
+    kapi POST /apis/rbac.authorization.k8s.io/v1/clusterrolebindings \
+      "$(jq -n --argjson s "$subj" '{apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding",
+        metadata: {name: "tandem-node-reader"}, subjects: $s,
+        roleRef: {apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "tandem-node-reader"}}')" >/dev/null ||
+    die "could not create the namespace $NAMESPACE and its RBAC objects"
+  log "namespace $NAMESPACE, ServiceAccount tandem, RBAC for $CERT_USER, $EXEC_USER and the ServiceAccount"
+}

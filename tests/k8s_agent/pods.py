@@ -1,0 +1,421 @@
+"""Runs the containers of the pods bound to the agent's nodes as local
+processes (the image is ignored) and reports their lifecycle as a kubelet
+would: Pending -> Running -> Succeeded/Failed, restarts in place for
+restartPolicy OnFailure/Always, and graceful deletion (TERM, KILL after the
+grace period, then the final delete with gracePeriodSeconds=0)."""
+import copy
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import envres
+from kapi import log, now_rfc3339
+
+POLL = 0.1
+RESTART_DELAY = 1.0
+POD_IP = "127.0.0.1"
+
+
+def _exit_code(rc):
+    return 128 - rc if rc < 0 else rc  # killed by signal N -> 128+N, as a runtime reports it
+
+
+class ContainerRun:
+    """One container of a pod: the current process and its restarts."""
+
+    def __init__(self, spec, argv, env, cwd, log_dir):
+        self.spec, self.argv, self.env, self.cwd, self.log_dir = spec, argv, env, cwd, log_dir
+        self.name = spec["name"]
+        self.restart_count = 0
+        self.proc = None
+        self.started_at = None
+        self.state = None  # {"running": ...} / {"terminated": ...}
+        self.last_state = {}
+        self.exited = threading.Event()  # the current run ended (for log streaming)
+
+    def log_path(self, restart=None):
+        return os.path.join(self.log_dir, f"{self.restart_count if restart is None else restart}.log")
+
+    def start(self):
+        self.exited = threading.Event()
+        self.started_at = now_rfc3339()
+        with open(self.log_path(), "ab") as out:
+            try:
+                self.proc = subprocess.Popen(
+                    self.argv,
+                    cwd=self.cwd,
+                    env=self.env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # its own process group, killed as a whole
+                )
+            except OSError as e:
+                out.write(f"node agent: cannot start {self.argv[0]!r}: {e.strerror}\n".encode())
+                self.proc = None
+                self.finish(127, "ContainerCannotRun", str(e.strerror))
+                return
+        self.state = {"running": {"startedAt": self.started_at}}
+
+    def poll(self):
+        """The exit code once the current process has ended, else None."""
+        if self.proc is None or self.state is None or "terminated" in self.state:
+            return None
+        rc = self.proc.poll()
+        if rc is None:
+            return None
+        code = _exit_code(rc)
+        self.finish(code, "Completed" if code == 0 else "Error")
+        return code
+
+    def finish(self, code, reason, message=None):
+        term = {
+            "exitCode": code,
+            "reason": reason,
+            "startedAt": self.started_at,
+            "finishedAt": now_rfc3339(),
+            "containerID": self.container_id(),
+        }
+        if message:
+            term["message"] = message
+        self.state = {"terminated": term}
+        self.exited.set()
+
+    def container_id(self):
+        return f"local://{os.path.basename(os.path.dirname(self.log_dir))}/{self.name}/{self.restart_count}"
+
+    def restart(self):
+        self.last_state = self.state
+        self.restart_count += 1
+        self.start()
+
+    def signal(self, sig):
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def status(self):
+        running = bool(self.state and "running" in self.state)
+        image = self.spec.get("image", "")
+        return {
+            "name": self.name,
+            "image": image,
+            "imageID": "local://" + image,
+            "containerID": self.container_id(),
+            "restartCount": self.restart_count,
+            "ready": running,
+            "started": running,
+            "state": self.state,
+            "lastState": self.last_state,
+        }
+
+
+class PodState:
+    def __init__(self, api, node, pod, pod_dir):
+        md = pod["metadata"]
+        self.api, self.node, self.pod, self.dir = api, node, pod, pod_dir
+        self.uid, self.ns, self.name = md["uid"], md["namespace"], md["name"]
+        self.path = f"/api/v1/namespaces/{self.ns}/pods/{self.name}"
+        self.runs = {}  # container name -> ContainerRun
+        self.deleting = False
+        self.gone = False
+        self.lock = threading.Lock()
+
+
+def _should_restart(policy, code):
+    return policy == "Always" or (policy == "OnFailure" and code != 0)
+
+
+class Runner:
+    def __init__(self, state_dir, api_port, marker):
+        self.state_dir, self.api_port, self.marker = state_dir, api_port, marker
+        self.pods = {}  # uid -> PodState
+        self.lock = threading.Lock()
+
+    # ---- called by the watch threads -------------------------------------
+
+    def on_pod(self, api, node, pod):
+        md = pod["metadata"]
+        uid = md["uid"]
+        with self.lock:
+            st = self.pods.get(uid)
+            if st is None:
+                phase = (pod.get("status") or {}).get("phase", "Pending")
+                if md.get("deletionTimestamp") is None and phase in ("Succeeded", "Failed"):
+                    return  # finished before this agent started
+                st = PodState(api, node, pod, os.path.join(self.state_dir, "pods", uid))
+                self.pods[uid] = st
+                new = True
+            else:
+                new = False
+                st.pod = pod
+        if md.get("deletionTimestamp") is not None:
+            with st.lock:
+                if st.deleting:
+                    return
+                st.deleting = True
+            threading.Thread(target=self._terminate, args=(st,), name=f"delete-{st.name}", daemon=True).start()
+            return
+        if new:
+            phase = (pod.get("status") or {}).get("phase", "Pending")
+            if phase != "Pending":
+                # Running, but not started by this agent (it was restarted): its process is lost.
+                threading.Thread(target=self._lost, args=(st,), daemon=True).start()
+                return
+            threading.Thread(target=self._run_pod, args=(st,), name=f"pod-{st.name}", daemon=True).start()
+
+    def on_gone(self, uid):
+        """The pod object is gone (deleted with grace 0 by us or someone else)."""
+        with self.lock:
+            st = self.pods.pop(uid, None)
+        if st is None:
+            return
+        st.gone = True
+        for run in list(st.runs.values()):
+            run.signal(signal.SIGKILL)
+            run.exited.set()
+
+    def known_uids(self, node):
+        with self.lock:
+            return {uid for uid, st in self.pods.items() if st.node == node}
+
+    def find_container(self, ns, name, container):
+        with self.lock:
+            for st in self.pods.values():
+                if st.ns == ns and st.name == name:
+                    return st.runs.get(container)
+        return None
+
+    def shutdown(self):
+        with self.lock:
+            runs = [r for st in self.pods.values() for r in st.runs.values()]
+        for r in runs:
+            r.signal(signal.SIGTERM)
+        end = time.monotonic() + 3
+        while time.monotonic() < end and any(r.running() for r in runs):
+            time.sleep(POLL)
+        for r in runs:
+            r.signal(signal.SIGKILL)
+
+    # ---- status reporting -------------------------------------------------
+
+    def _report(self, st, status, what):
+        """Patch the pod status; retried while the API is unreachable."""
+        end = time.monotonic() + 120
+        while not st.gone:
+            try:
+                code, out = st.api.patch_status(st.path, status)
+            except OSError as e:
+                code, out = 0, {"message": str(e)}
+            if code == 200:
+                log(f"pod {st.ns}/{st.name} on {st.node}: {what}")
+                return True
+            if code == 404 or time.monotonic() > end:
+                log(f"pod {st.ns}/{st.name}: status '{what}' not reported: HTTP {code}: {out.get('message', '')}")
+                return False
+            time.sleep(1)
+        return False
+
+    def _statuses(self, st):
+        return [r.status() for r in st.runs.values()]
+
+    def _fail_pod(self, st, reason, message):
+        t = now_rfc3339()
+        self._report(
+            st,
+            {"phase": "Failed", "reason": reason, "message": message, "startTime": t, "hostIP": POD_IP},
+            f"Failed ({reason}: {message})",
+        )
+
+    def _lost(self, st):
+        self._fail_pod(st, "NodeAgentRestarted", "the node agent restarted; the pod's processes are gone")
+
+    # ---- one pod's life ---------------------------------------------------
+
+    def _resolve(self, st):
+        """Environment and argv for every container; raises envres.ConfigError."""
+        pod = copy.deepcopy(st.pod)
+        pod.setdefault("status", {}).update({"podIP": POD_IP, "hostIP": POD_IP})
+        ns = st.ns
+
+        def getter(kind):
+            def get(name):
+                code, obj = st.api.call("GET", f"/api/v1/namespaces/{ns}/{kind}/{name}")
+                if code == 200:
+                    return obj.get("data") or {}
+                if code == 404:
+                    return None
+                # 403: the Node authorizer has not yet seen this pod reference the object.
+                raise envres.ConfigError(f"cannot read {kind} {name!r}: HTTP {code}: {obj.get('message', '')}")
+
+            return get
+
+        base = envres.base_env(pod, self.api_port, self.marker)
+        base["HOME"] = os.path.join(st.dir, "work")
+        os.makedirs(base["HOME"], exist_ok=True)
+        plans = []
+        for c in pod["spec"]["containers"]:
+            env = envres.container_env(pod, c, base, getter("secrets"), getter("configmaps"))
+            plans.append((c, envres.container_argv(c, env), env))
+        return plans
+
+    def _workdir(self, st, container):
+        wd = container.get("workingDir")
+        if not wd:
+            return os.path.join(st.dir, "work")
+        if os.path.isdir(wd):
+            return wd
+        # Not on this host: inside the pod's own directory, like a fresh image path.
+        return os.path.join(st.dir, "rootfs", wd.lstrip("/"))
+
+    def _run_pod(self, st):
+        spec = st.pod["spec"]
+        if spec.get("initContainers"):
+            return self._fail_pod(st, "Unsupported", "the node agent does not run initContainers")
+        start_time = now_rfc3339()
+        last_msg = None
+        while True:
+            if st.deleting or st.gone:
+                return
+            try:
+                plans = self._resolve(st)
+                break
+            except (envres.ConfigError, OSError) as e:
+                msg = str(e)
+                if msg != last_msg:
+                    last_msg = msg
+                    waiting = [
+                        {
+                            "name": c["name"],
+                            "image": c.get("image", ""),
+                            "imageID": "",
+                            "ready": False,
+                            "started": False,
+                            "restartCount": 0,
+                            "state": {"waiting": {"reason": "CreateContainerConfigError", "message": msg}},
+                        }
+                        for c in spec["containers"]
+                    ]
+                    self._report(
+                        st,
+                        {"hostIP": POD_IP, "startTime": start_time, "containerStatuses": waiting},
+                        f"CreateContainerConfigError: {msg}",
+                    )
+                time.sleep(2)
+        for c, argv, env in plans:
+            log_dir = os.path.join(st.dir, "logs", c["name"])
+            os.makedirs(log_dir, exist_ok=True)
+            cwd = self._workdir(st, c)
+            os.makedirs(cwd, exist_ok=True)
+            run = ContainerRun(c, argv, env, cwd, log_dir)
+            with st.lock:
+                if st.deleting or st.gone:
+                    return
+                run.start()
+                st.runs[c["name"]] = run
+        conds = [{"type": t, "status": "True", "lastTransitionTime": start_time} for t in ("Initialized", "Ready", "ContainersReady")]
+        self._report(
+            st,
+            {
+                "phase": "Running",
+                "hostIP": POD_IP,
+                "podIP": POD_IP,
+                "podIPs": [{"ip": POD_IP}],
+                "startTime": start_time,
+                "conditions": conds,
+                "containerStatuses": self._statuses(st),
+            },
+            "Running (" + ", ".join(f"{r.name}: pid {r.proc.pid if r.proc else '-'}" for r in st.runs.values()) + ")",
+        )
+        self._supervise(st, spec.get("restartPolicy", "Always"))
+
+    def _supervise(self, st, policy):
+        pending_restart = {}  # name -> monotonic time of restart
+        handled = set()  # (container, restart count) whose end was seen
+        while True:
+            time.sleep(POLL)
+            if st.deleting or st.gone:
+                return  # _terminate / on_gone own the pod now
+            changed = []
+            with st.lock:
+                if st.deleting:
+                    return
+                for run in st.runs.values():
+                    run.poll()
+                    term = (run.state or {}).get("terminated")
+                    key = (run.name, run.restart_count)
+                    if term is not None and key not in handled:
+                        handled.add(key)
+                        code = term["exitCode"]
+                        changed.append(f"{run.name} exited {code}")
+                        if _should_restart(policy, code):
+                            pending_restart[run.name] = time.monotonic() + RESTART_DELAY
+                    t = pending_restart.get(run.name)
+                    if t is not None and time.monotonic() >= t:
+                        del pending_restart[run.name]
+                        run.restart()
+                        changed.append(f"{run.name} restarted ({run.restart_count})")
+                done = not pending_restart and all(
+                    "terminated" in (r.state or {}) for r in st.runs.values()
+                )
+                statuses = self._statuses(st)
+            if not changed:
+                continue
+            if not done:
+                self._report(st, {"containerStatuses": statuses}, "; ".join(changed))
+                continue
+            ok = all(r.state["terminated"]["exitCode"] == 0 for r in st.runs.values())
+            t = now_rfc3339()
+            conds = [
+                {"type": k, "status": "False", "reason": "PodCompleted", "lastTransitionTime": t}
+                for k in ("Ready", "ContainersReady")
+            ]
+            phase = "Succeeded" if ok else "Failed"
+            self._report(
+                st,
+                {"phase": phase, "conditions": conds, "containerStatuses": statuses},
+                f"{phase} ({'; '.join(changed)})",
+            )
+            return
+
+    def _terminate(self, st):
+        """Graceful deletion: TERM the process groups, KILL after the grace
+        period, then remove the pod object (gracePeriodSeconds=0)."""
+        grace = st.pod["metadata"].get("deletionGracePeriodSeconds")
+        grace = 30 if grace is None else int(grace)
+        with st.lock:
+            runs = [r for r in st.runs.values() if r.running()]
+        if runs:
+            log(f"pod {st.ns}/{st.name}: deleted; TERM {', '.join(str(r.proc.pid) for r in runs)} (grace {grace}s)")
+            for r in runs:
+                r.signal(signal.SIGTERM)
+            end = time.monotonic() + grace
+            while time.monotonic() < end and any(r.running() for r in runs):
+                time.sleep(POLL)
+            for r in runs:
+                if r.running():
+                    log(f"pod {st.ns}/{st.name}: KILL {r.proc.pid} (still running after {grace}s)")
+                    r.signal(signal.SIGKILL)
+            for r in runs:
+                r.proc.wait()
+                r.finish(_exit_code(r.proc.returncode), "Error")
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0, "preconditions": {"uid": st.uid}}
+        for _ in range(60):
+            if st.gone:
+                return
+            try:
+                code, out = st.api.call("DELETE", st.path, body)
+            except OSError as e:
+                code, out = 0, {"message": str(e)}
+            if code in (200, 404, 409):
+                log(f"pod {st.ns}/{st.name}: removed (HTTP {code})")
+                return
+            time.sleep(1)
+        log(f"pod {st.ns}/{st.name}: final delete failed: HTTP {code}: {out.get('message', '')}")

@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2016  # the manifests hold shell code for the pods, expanded there
+# The node agent checked by a client nobody here wrote: kubectl, against the
+# Kubernetes testbed (scripts/testbed/k8s up). One scenario per run:
+#   tests/k8s_agent/test_with_kubectl.sh SCENARIO
+# Scenarios: job-completes gpu-job gpu-insufficient mig-job exit-code
+#            logs-follow delete-kills secret-env auth
+# A testbed that is not up is a failure, not a skip.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+SCENARIO=${1:-}
+
+fail() { printf 'k8s-agent %s: FAIL: %s\n' "$SCENARIO" "$*" >&2; exit 1; }
+note() { printf 'k8s-agent %s: %s\n' "$SCENARIO" "$*" >&2; }
+
+envtxt=$("$ROOT/scripts/testbed/k8s" env 2>&1) ||
+  fail "no Kubernetes testbed: $envtxt"
+while IFS='=' read -r key value; do
+  [[ $key == K8S_* ]] && export "$key=$value"
+done <<<"$envtxt"
+KUBECTL=${KUBECTL:-kubectl}
+command -v "$KUBECTL" >/dev/null || fail "kubectl not found (set KUBECTL)"
+
+k() { "$KUBECTL" --kubeconfig "$K8S_KUBECONFIG" -n "$K8S_NAMESPACE" --request-timeout=30s "$@"; }
+
+NAME=ka-${SCENARIO//[^a-z0-9]/-}-$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')
+WORK=$(mktemp -d)
+cleanup() {
+  k delete job "$NAME" --cascade=background --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  k delete secret "$NAME" --ignore-not-found >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# job NAME CONTAINER-YAML [POD-SPEC-EXTRA-YAML] [BACKOFF]: create a Job, restartPolicy Never.
+job() {
+  k create -f - >/dev/null <<EOF
+apiVersion: batch/v1
+kind: Job
+metadata: {name: $1}
+spec:
+  backoffLimit: ${4:-0}
+  template:
+    spec:
+      restartPolicy: Never
+      terminationGracePeriodSeconds: 5
+${3:-}
+      containers:
+$2
+EOF
+}
+
+# pod_of JOB: the (first) pod's name, waiting up to 20 s for it to exist.
+pod_of() {
+  local i p
+  for ((i = 0; i < 100; i++)); do
+    p=$(k get pods -l "job-name=$1" -o jsonpath='{.items[0].metadata.name}' 2>/dev/null || true)
+    [[ -n $p ]] && { echo "$p"; return 0; }
+    sleep 0.2
+  done
+  fail "no pod for job $1 after 20 s"
+}
+
+# wait_job JOB complete|failed
+wait_job() {
+  k wait --for="condition=$2" "job/$1" --timeout=60s >/dev/null ||
+    fail "job $1 not $2 within 60 s: $(k get pods -l "job-name=$1" -o wide 2>&1 | tail -n +2)"
+}
+
+jp() { k get "$1" -o jsonpath="$2"; }
+
+expect_eq() { [[ $2 == "$3" ]] || fail "$1: expected '$3', got '$2'"; }
+
+# wait_until SECONDS WHAT CMD...: poll CMD until it succeeds.
+wait_until() {
+  local end=$(($(date +%s) + $1)) what=$2
+  shift 2
+  until "$@"; do
+    (($(date +%s) < end)) || fail "timed out after ${end}s waiting for $what"
+    sleep 0.2
+  done
+}
+
+GPU_TOLERATION='      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]'
+
+case $SCENARIO in
+  job-completes)
+    job "$NAME" '      - name: main
+        image: busybox
+        command: [sh, -c, "echo hello from $HOSTNAME; echo pod=$(POD_NAME) in=$(POD_NS); echo cwd-is-writable > out.txt && cat out.txt"]
+        env:
+        - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+        - {name: POD_NS, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}'
+    wait_job "$NAME" complete
+    pod=$(pod_of "$NAME")
+    logs=$(k logs "job/$NAME")
+    [[ $logs == *"hello from $pod"* ]] || fail "logs lack 'hello from $pod': $logs"
+    [[ $logs == *"pod=$pod in=$K8S_NAMESPACE"* ]] || fail "fieldRef env not resolved: $logs"
+    [[ $logs == *cwd-is-writable* ]] || fail "the working directory is not writable: $logs"
+    expect_eq "node" "$(jp "pod/$pod" '{.spec.nodeName}')" cpu-node
+    expect_eq "phase" "$(jp "pod/$pod" '{.status.phase}')" Succeeded
+    expect_eq "terminated" "$(jp "pod/$pod" '{.status.containerStatuses[0].state.terminated.exitCode}/{.status.containerStatuses[0].state.terminated.reason}')" 0/Completed
+    expect_eq "job succeeded" "$(jp "job/$NAME" '{.status.succeeded}')" 1
+    ;;
+  gpu-job)
+    job "$NAME" '      - name: main
+        image: cuda
+        command: [sh, -c, "echo gpu job on $(NODE)"]
+        env:
+        - {name: NODE, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}
+        resources: {limits: {nvidia.com/gpu: 2}}' "$GPU_TOLERATION
+      nodeSelector: {nvidia.com/gpu.product: $K8S_GPU_PRODUCT}"
+    wait_job "$NAME" complete
+    pod=$(pod_of "$NAME")
+    expect_eq "node" "$(jp "pod/$pod" '{.spec.nodeName}')" gpu-node
+    logs=$(k logs "$pod")
+    [[ $logs == *"gpu job on gpu-node"* ]] || fail "unexpected logs: $logs"
+    ;;
+  gpu-insufficient)
+    job "$NAME" '      - name: main
+        image: cuda
+        command: [sh, -c, "echo should never run"]
+        resources: {limits: {nvidia.com/gpu: 16}}' "$GPU_TOLERATION"
+    pod=$(pod_of "$NAME")
+    events() { k get events --field-selector "involvedObject.name=$pod,reason=FailedScheduling" -o jsonpath='{.items[*].message}'; }
+    has_insufficient() { [[ $(events) == *"Insufficient nvidia.com/gpu"* ]]; }
+    wait_until 30 "a FailedScheduling event 'Insufficient nvidia.com/gpu'" has_insufficient
+    sleep 2
+    expect_eq "phase" "$(jp "pod/$pod" '{.status.phase}')" Pending
+    expect_eq "node" "$(jp "pod/$pod" '{.spec.nodeName}')" ""
+    note "events: $(events)"
+    ;;
+  mig-job)
+    job "$NAME" '      - name: main
+        image: cuda
+        command: [sh, -c, "echo mig slice on $(NODE)"]
+        env: [{name: NODE, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}]
+        resources: {limits: {nvidia.com/mig-1g.10gb: 1}}' "$GPU_TOLERATION
+      nodeSelector: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}"
+    wait_job "$NAME" complete
+    pod=$(pod_of "$NAME")
+    expect_eq "node" "$(jp "pod/$pod" '{.spec.nodeName}')" mig-node
+    [[ $(k logs "$pod") == *"mig slice on mig-node"* ]] || fail "unexpected logs: $(k logs "$pod")"
+    ;;
+  exit-code)
+    job "$NAME" '      - name: main
+        image: busybox
+        command: [sh, -c, "echo failing on purpose >&2; exit 3"]'
+    wait_job "$NAME" failed
+    expect_eq "job condition" "$(jp "job/$NAME" '{.status.conditions[?(@.type=="Failed")].reason}')" BackoffLimitExceeded
+    pod=$(pod_of "$NAME")
+    expect_eq "phase" "$(jp "pod/$pod" '{.status.phase}')" Failed
+    expect_eq "terminated" "$(jp "pod/$pod" '{.status.containerStatuses[0].state.terminated.exitCode}/{.status.containerStatuses[0].state.terminated.reason}')" 3/Error
+    [[ $(k logs "$pod") == *"failing on purpose"* ]] || fail "stderr is not in the log"
+    ;;
+  logs-follow)
+    job "$NAME" '      - name: main
+        image: busybox
+        command: [sh, -c, "for i in 1 2 3 4 5; do echo line-$i; sleep 1; done"]'
+    pod=$(pod_of "$NAME")
+    running() { [[ $(jp "pod/$pod" '{.status.phase}') == Running ]]; }
+    wait_until 20 "pod $pod Running" running
+    # Each line stamped on arrival: streaming shows them about a second apart.
+    (k logs -f "$pod" | while IFS= read -r line; do echo "$(date +%s%N) $line"; done >"$WORK/out") &
+    follower=$!
+    for ((i = 0; i < 300; i++)); do kill -0 "$follower" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$follower" 2>/dev/null && { kill "$follower"; fail "kubectl logs -f did not end within 30 s after the process"; }
+    wait "$follower" || fail "kubectl logs -f failed"
+    got=$(awk '{print $2}' "$WORK/out" | grep '^line-' | tr '\n' ' ')
+    [[ $got == *"line-3 line-4 line-5 " ]] || fail "lines missing or out of order: $got"
+    first=$(awk '$2 ~ /^line-/ {print $1; exit}' "$WORK/out")
+    last=$(awk '$2 == "line-5" {print $1}' "$WORK/out")
+    spread=$(((last - first) / 1000000))
+    ((spread >= 1500)) || fail "lines came all at once (${spread} ms between first and line-5): not streamed"
+    wait_job "$NAME" complete
+    note "streamed: $got(${spread} ms from first to last)"
+    ;;
+  delete-kills)
+    mark=$WORK/marker
+    job "$NAME" "      - name: main
+        image: busybox
+        command: [sh, -c, 'echo \$\$\$\$ > $WORK/pid; while true; do date +%s%N >> $mark; sleep 0.2; done']"
+    has_marker() { [[ -s $mark && -s $WORK/pid ]]; }
+    wait_until 30 "the job's process to write $mark" has_marker
+    pid=$(<"$WORK/pid")
+    kill -0 "$pid" 2>/dev/null || fail "the job's process $pid is not running"
+    k delete job "$NAME" --cascade=background >/dev/null
+    no_pods() { [[ -z $(k get pods -l "job-name=$NAME" -o name 2>/dev/null) ]]; }
+    wait_until 30 "the job's pods to be gone" no_pods
+    ! kill -0 "$pid" 2>/dev/null || fail "process $pid still runs after its pod is gone"
+    size=$(stat -c %s "$mark")
+    sleep 1
+    expect_eq "marker size (still written?)" "$(stat -c %s "$mark")" "$size"
+    [[ -z $(k get job "$NAME" -o name --ignore-not-found) ]] || fail "job still exists"
+    ;;
+  secret-env)
+    value=v-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')
+    k create secret generic "$NAME" --from-literal=API_KEY="$value" >/dev/null
+    job "$NAME" "      - name: main
+        image: busybox
+        command: [sh, -c, 'echo key=\$API_KEY; echo all=\$S_API_KEY']
+        env: [{name: API_KEY, valueFrom: {secretKeyRef: {name: $NAME, key: API_KEY}}}]
+        envFrom: [{secretRef: {name: $NAME}, prefix: S_}]"
+    wait_job "$NAME" complete
+    logs=$(k logs "job/$NAME")
+    [[ $logs == *"key=$value"* && $logs == *"all=$value"* ]] || fail "the secret did not reach the process: $logs"
+    ;;
+  auth)
+    kc() { "$KUBECTL" --kubeconfig "$1" --request-timeout=30s "${@:2}"; }
+    for user in "$K8S_KUBECONFIG_CERT" "$K8S_KUBECONFIG_EXEC"; do
+      out=$(kc "$user" get pods 2>&1) || fail "$(basename "$user") user cannot list pods in $K8S_NAMESPACE: $out"
+      out=$(kc "$user" get nodes 2>&1) || fail "$(basename "$user") user cannot list nodes: $out"
+      out=$(kc "$user" -n kube-system get secrets 2>&1) && fail "$(basename "$user") user may read kube-system secrets"
+      [[ $out == *Forbidden* || $out == *forbidden* ]] || fail "expected Forbidden, got: $out"
+    done
+    out=$(kc "$K8S_KUBECONFIG_BADTOKEN" get pods 2>&1) && fail "a wrong token was accepted"
+    [[ $out == *Unauthorized* || $out == *"provide credentials"* ]] || fail "expected Unauthorized, got: $out"
+    gpus=$(kc "$K8S_KUBECONFIG" get node gpu-node -o jsonpath='{.status.allocatable.nvidia\.com/gpu}')
+    expect_eq "gpu-node allocatable nvidia.com/gpu" "$gpus" 8
+    ;;
+  *)
+    echo "usage: $0 job-completes|gpu-job|gpu-insufficient|mig-job|exit-code|logs-follow|delete-kills|secret-env|auth" >&2
+    exit 2
+    ;;
+esac
+note "ok"
