@@ -121,7 +121,7 @@ start_controllers() {
 }
 
 start_agent() {
-  start_daemon node-agent "$PYTHON" -u "$AGENT_DIR/node_agent.py" \
+  start_daemon node-agent "$PYTHON" -B -u "$AGENT_DIR/node_agent.py" \
     --server "$SERVER" --ca "$PKI/ca.crt" --node-tokens "$PKI/node-tokens" \
     --cert "$PKI/kubelet.crt" --key "$PKI/kubelet.key" --client-ca "$PKI/ca.crt" \
     --port "$AGENT_PORT" --state-dir "$RUN/agent"
