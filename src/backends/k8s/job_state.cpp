@@ -1,0 +1,423 @@
+// Kubernetes Jobs -> tandem states. The whole decision, in order:
+//  1. No Job listed                         UNKNOWN "the Kubernetes Job is gone..." (the caller decides)
+//  2. A Job has condition Failed=True        FAILED; the reason comes from the earliest failed pod of that
+//                                            Job ("OOMKilled" 137, "exit code 3", "Evicted: ..."), except
+//                                            DeadlineExceeded (the pods were killed by the controller, their
+//                                            codes are not the job's), else the condition's reason
+//  3. Every Job Complete=True, all ranks     SUCCEEDED "exit code 0"
+//  4. Otherwise, per rank, its newest pod:   any rank Running -> RUNNING; else Unknown -> UNKNOWN; else
+//                                            STARTING (scheduled, creating containers); else PENDING with the
+//                                            scheduler's message, the stuck waiting reason, the Job's
+//                                            FailedCreate event, or "waiting for ...". A multi-rank reason
+//                                            names the rank that is not running ("rank 1: ...").
+// A pod that failed while its Job has not (yet) failed is PENDING: the Job controller retries it or fails
+// the Job within a moment, and only it knows which (backoffLimit).
+
+#include "backends/k8s/job_state.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "backends/k8s/job_state_pods.hpp"
+#include "backends/k8s/json_fields.hpp"
+#include "backends/k8s/labels.hpp"
+
+namespace tandem::k8s {
+
+namespace {
+
+using detail::PodObservation;
+using nlohmann::json;
+
+std::optional<int> int_text(std::string_view s) {
+    int v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    return ec == std::errc() && end == s.data() + s.size() && !s.empty() ? std::optional<int>(v)
+                                                                         : std::nullopt;
+}
+
+std::string label(const json& obj, std::string_view key) {
+    return fields::str(fields::get(fields::at(obj, "metadata", "labels"), key));
+}
+
+// -1: the Job covers every rank (a single Job or an Indexed Job).
+int rank_of_job(const json& job) {
+    return int_text(label(job, k_rank_label)).value_or(-1);
+}
+
+int rank_of_pod(const json& pod) {
+    if (auto r = int_text(label(pod, k_rank_label))) {
+        return *r;
+    }
+    const auto index =
+        fields::str(fields::get(fields::at(pod, "metadata", "annotations"), k_completion_index_annotation));
+    return int_text(index).value_or(0);
+}
+
+const json* condition(const json& job, std::string_view type) {
+    if (const json* conds = fields::at(job, "status", "conditions"); conds != nullptr && conds->is_array()) {
+        for (const auto& c : *conds) {
+            if (fields::str_at(c, "type") == type && fields::str_at(c, "status") == "True") {
+                return &c;
+            }
+        }
+    }
+    return nullptr;
+}
+
+struct PodInfo {
+    const json* pod = nullptr;
+    int rank = 0;
+    std::int64_t created = 0;
+    PodObservation obs;
+};
+
+bool pod_of_job(const PodInfo& p, const json& job) {
+    const int jr = rank_of_job(job);
+    return jr < 0 || p.rank == jr;
+}
+
+std::string ranked(bool multi, int rank, const std::string& reason) {
+    return multi && rank >= 0 ? fmt::format("rank {}: {}", rank, reason) : reason;
+}
+
+template <typename T> void keep_min(std::optional<T>& into, std::optional<T> v) {
+    if (v && (!into || *v < *into)) {
+        into = v;
+    }
+}
+
+template <typename T> void keep_max(std::optional<T>& into, std::optional<T> v) {
+    if (v && (!into || *v > *into)) {
+        into = v;
+    }
+}
+
+struct Failure {
+    std::string reason;
+    std::optional<int> exit_code;
+    int rank = -1;
+    std::optional<std::int64_t> at;
+};
+
+Failure failure_of(const json& job, const json& failed_cond, const std::vector<PodInfo>& pods) {
+    Failure f;
+    f.rank = rank_of_job(job);
+    f.at = detail::time_at(fields::get(&failed_cond, "lastTransitionTime"));
+    const auto cond_reason = fields::str_at(failed_cond, "reason");
+    if (cond_reason == "DeadlineExceeded") {
+        f.reason = "DeadlineExceeded";
+        return f;
+    }
+    const PodInfo* first = nullptr;
+    for (const auto& p : pods) {
+        if (p.obs.state != JobState::failed || !pod_of_job(p, job)) {
+            continue;
+        }
+        const auto t = p.obs.finished_at.value_or(INT64_MAX);
+        if (first == nullptr || t < first->obs.finished_at.value_or(INT64_MAX)) {
+            first = &p;
+        }
+    }
+    if (first != nullptr) {
+        f.reason = first->obs.reason;
+        f.exit_code = first->obs.exit_code;
+        f.rank = first->rank;
+        keep_min(f.at, first->obs.finished_at);
+        return f;
+    }
+    f.reason = cond_reason.empty() ? std::string("failed") : cond_reason;
+    return f;
+}
+
+std::optional<std::int64_t> ended_at(const JobView& view, const std::vector<PodInfo>& pods) {
+    std::optional<std::int64_t> end;
+    for (const json* job : view.jobs) {
+        keep_max(end, detail::time_at(fields::at(*job, "status", "completionTime")));
+    }
+    if (!end) {
+        for (const auto& p : pods) {
+            keep_max(end, p.obs.finished_at);
+        }
+    }
+    if (!end) {
+        for (const json* job : view.jobs) {
+            if (const json* c = condition(*job, "Failed")) {
+                keep_max(end, detail::time_at(fields::get(c, "lastTransitionTime")));
+            }
+        }
+    }
+    return end;
+}
+
+// The job's Job for `rank`: its per-rank Job, else the Job covering every rank, else nullptr.
+const json* job_for_rank(const JobView& view, int rank) {
+    const json* all = nullptr;
+    for (const json* job : view.jobs) {
+        const int jr = rank_of_job(*job);
+        if (jr == rank) {
+            return job;
+        }
+        all = jr < 0 ? job : all;
+    }
+    return all;
+}
+
+PodObservation rank_state(const JobView& view, const std::vector<PodInfo>& pods, int rank) {
+    PodObservation o;
+    const json* job = job_for_rank(view, rank);
+    if (job == nullptr) {
+        o.state = JobState::pending;
+        o.reason = "its Kubernetes Job is missing";
+        return o;
+    }
+    if (condition(*job, "Complete") != nullptr) {
+        o.state = JobState::succeeded;
+        return o;
+    }
+    const PodInfo* newest = nullptr;
+    for (const auto& p : pods) {
+        if (p.rank == rank && (newest == nullptr || p.created >= newest->created)) {
+            newest = &p;
+        }
+    }
+    if (newest == nullptr) {
+        const auto name = fields::str_at(*job, "metadata", "name");
+        const auto message = detail::latest_event_message(view.events, "Job", name, "FailedCreate");
+        o.state = JobState::pending;
+        o.reason = message.empty() ? "waiting for the Job controller to create the pod" : message;
+        return o;
+    }
+    o = newest->obs;
+    if (o.state == JobState::failed) { // the Job has not failed: a retry or the Failed condition follows
+        o.state = JobState::pending;
+        o.reason += "; waiting for the Job controller to retry or fail it";
+    }
+    return o;
+}
+
+JobUpdate from_ranks(const JobView& view, const std::vector<PodInfo>& pods, int ranks) {
+    std::vector<PodObservation> states;
+    for (int r = 0; r < ranks; ++r) {
+        states.push_back(rank_state(view, pods, r));
+    }
+    const bool multi = ranks > 1;
+    auto first_in = [&](std::initializer_list<JobState> wanted) -> int {
+        for (int r = 0; r < ranks; ++r) {
+            if (std::find(wanted.begin(), wanted.end(), states[static_cast<std::size_t>(r)].state) !=
+                wanted.end()) {
+                return r;
+            }
+        }
+        return -1;
+    };
+    JobUpdate u;
+    if (const int r = first_in({JobState::running}); r >= 0) {
+        u.state = JobState::running;
+        // Name what holds the job back: a rank not running yet, else a running rank's own trouble.
+        const int behind = first_in({JobState::unknown, JobState::starting, JobState::pending});
+        if (behind >= 0) {
+            u.reason = ranked(multi, behind, states[static_cast<std::size_t>(behind)].reason);
+        } else {
+            for (int k = 0; k < ranks && u.reason.empty(); ++k) {
+                const auto& s = states[static_cast<std::size_t>(k)];
+                u.reason =
+                    s.state == JobState::running && !s.reason.empty() ? ranked(multi, k, s.reason) : "";
+            }
+        }
+        return u;
+    }
+    for (JobState s : {JobState::unknown, JobState::starting, JobState::pending}) {
+        if (const int r = first_in({s}); r >= 0) {
+            u.state = s;
+            u.reason = ranked(multi, r, states[static_cast<std::size_t>(r)].reason);
+            return u;
+        }
+    }
+    // Every rank ended well but the Job controller has not marked the Job Complete yet.
+    u.state = JobState::running;
+    u.reason = "completing";
+    return u;
+}
+
+bool all_ranks_complete(const JobView& view, int ranks) {
+    std::set<int> done;
+    for (const json* job : view.jobs) {
+        if (condition(*job, "Complete") == nullptr) {
+            return false;
+        }
+        const int jr = rank_of_job(*job);
+        if (jr < 0) {
+            return true;
+        }
+        done.insert(jr);
+    }
+    return static_cast<int>(done.size()) >= ranks;
+}
+
+} // namespace
+
+std::map<std::string, JobView> group_by_tandem_job(const json& job_list, const json& pod_list,
+                                                   const json* event_list) {
+    std::map<std::string, JobView> out;
+    std::map<std::pair<std::string, std::string>, std::string> owner; // (kind, name) -> group
+    for (const auto& job : fields::items(job_list)) {
+        if (auto key = label(job, k_job_label); !key.empty()) {
+            auto& view = out[key];
+            view.jobs.push_back(&job);
+            owner[{"Job", fields::str_at(job, "metadata", "name")}] = key;
+        }
+    }
+    for (const auto& pod : fields::items(pod_list)) {
+        if (auto key = label(pod, k_job_label); !key.empty()) {
+            out[key].pods.push_back(&pod);
+            owner[{"Pod", fields::str_at(pod, "metadata", "name")}] = key;
+        }
+    }
+    if (event_list != nullptr) {
+        for (const auto& ev : fields::items(*event_list)) {
+            auto it = owner.find(
+                {fields::str_at(ev, "involvedObject", "kind"), fields::str_at(ev, "involvedObject", "name")});
+            if (it != owner.end()) {
+                out[it->second].events.push_back(&ev);
+            }
+        }
+    }
+    for (auto& [key, view] : out) {
+        int ranks = static_cast<int>(view.jobs.size());
+        for (const json* job : view.jobs) {
+            ranks = std::max(ranks, rank_of_job(*job) + 1);
+            const json* completions = fields::at(*job, "spec", "completions");
+            if (fields::str_at(*job, "spec", "completionMode") == "Indexed" && completions != nullptr &&
+                completions->is_number_integer()) {
+                ranks = std::max(ranks, completions->get<int>());
+            }
+        }
+        view.expected_ranks = std::max(1, ranks);
+    }
+    return out;
+}
+
+JobUpdate to_job_update(const JobView& view) {
+    JobUpdate u;
+    if (view.jobs.empty()) {
+        u.state = JobState::unknown;
+        u.reason = view.pods.empty() ? "the Kubernetes Job is gone (deleted, or removed after it ended)"
+                                     : "the Kubernetes Job is gone but its pods remain";
+        return u;
+    }
+    const int ranks = std::max(1, view.expected_ranks);
+    std::vector<PodInfo> pods;
+    std::optional<std::int64_t> started;
+    for (const json* pod : view.pods) {
+        PodInfo p{pod, rank_of_pod(*pod), 0, detail::observe_pod(*pod, view.events)};
+        p.created = detail::time_at(fields::at(*pod, "metadata", "creationTimestamp")).value_or(0);
+        keep_min(started, p.obs.started_at);
+        pods.push_back(std::move(p));
+    }
+
+    std::optional<Failure> failure;
+    for (const json* job : view.jobs) {
+        if (const json* c = condition(*job, "Failed")) {
+            auto f = failure_of(*job, *c, pods);
+            if (!failure || f.at.value_or(INT64_MAX) < failure->at.value_or(INT64_MAX)) {
+                failure = std::move(f);
+            }
+        }
+    }
+    if (failure) {
+        u.state = JobState::failed;
+        u.reason = ranked(ranks > 1, failure->rank, failure->reason);
+        u.exit_code = failure->exit_code;
+    } else if (all_ranks_complete(view, ranks)) {
+        u.state = JobState::succeeded;
+        u.reason = "exit code 0";
+        u.exit_code = 0;
+    } else {
+        bool suspended = false;
+        for (const json* job : view.jobs) {
+            suspended = suspended || condition(*job, "Suspended") != nullptr;
+        }
+        u = suspended ? JobUpdate{JobState::pending, "the Job is suspended", {}, {}, {}}
+                      : from_ranks(view, pods, ranks);
+    }
+    if (u.state == JobState::running || is_terminal(u.state)) {
+        u.started_at = started;
+    }
+    if (is_terminal(u.state)) {
+        u.ended_at = ended_at(view, pods);
+        return u;
+    }
+    for (const json* job : view.jobs) {
+        if (fields::at(*job, "metadata", "deletionTimestamp") != nullptr) {
+            u.reason =
+                u.reason.empty() ? "the Job is being deleted" : u.reason + "; the Job is being deleted";
+            break;
+        }
+    }
+    return u;
+}
+
+// ---- RFC 3339 ---------------------------------------------------------------------------------------
+
+std::optional<std::int64_t> parse_rfc3339(std::string_view s) {
+    // YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM)
+    auto num = [&](std::size_t at, std::size_t len) -> std::optional<int> {
+        if (at + len > s.size()) {
+            return std::nullopt;
+        }
+        for (std::size_t i = at; i < at + len; ++i) {
+            if (!std::isdigit(static_cast<unsigned char>(s[i]))) {
+                return std::nullopt;
+            }
+        }
+        return int_text(s.substr(at, len));
+    };
+    auto sep = [&](std::size_t at, std::string_view any) {
+        return at < s.size() && any.find(s[at]) != any.npos;
+    };
+    const auto y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2), mi = num(14, 2),
+               sec = num(17, 2);
+    if (!y || !mo || !d || !h || !mi || !sec || !sep(4, "-") || !sep(7, "-") || !sep(10, "Tt ") ||
+        !sep(13, ":") || !sep(16, ":") || *mo < 1 || *mo > 12 || *d < 1 || *d > 31 || *h > 23 || *mi > 59 ||
+        *sec > 60) {
+        return std::nullopt;
+    }
+    std::size_t at = 19;
+    if (sep(at, ".")) {
+        ++at;
+        const std::size_t digits = at;
+        while (at < s.size() && std::isdigit(static_cast<unsigned char>(s[at]))) {
+            ++at;
+        }
+        if (at == digits) {
+            return std::nullopt;
+        }
+    }
+    std::int64_t offset = 0;
+    if (sep(at, "Zz") && at + 1 == s.size()) {
+        offset = 0;
+    } else if (sep(at, "+-") && at + 6 == s.size() && sep(at + 3, ":")) {
+        const auto oh = num(at + 1, 2), om = num(at + 4, 2);
+        if (!oh || !om || *oh > 23 || *om > 59) {
+            return std::nullopt;
+        }
+        offset = (*oh * 3600 + *om * 60) * (s[at] == '-' ? -1 : 1);
+    } else {
+        return std::nullopt;
+    }
+    // Days from 1970-01-01 to the civil date (H. Hinnant's days_from_civil).
+    const int yy = *y - (*mo <= 2 ? 1 : 0);
+    const int era = (yy >= 0 ? yy : yy - 399) / 400;
+    const int yoe = yy - era * 400;
+    const int doy = (153 * (*mo + (*mo > 2 ? -3 : 9)) + 2) / 5 + *d - 1;
+    const int doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    const std::int64_t days = static_cast<std::int64_t>(era) * 146097 + doe - 719468;
+    return days * 86400 + *h * 3600 + *mi * 60 + *sec - offset;
+}
+
+} // namespace tandem::k8s
