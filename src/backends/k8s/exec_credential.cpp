@@ -224,8 +224,8 @@ Result<ExecResult> run_exec_plugin(const ExecPlugin& plugin, const KubeContext& 
                     fmt::format("{} could not be started: {}", who, std::strerror(outcome.code)));
     case End::timed_out:
         return fail(ErrorKind::timeout,
-                    fmt::format("{} did not finish within {} s", who,
-                                std::chrono::duration_cast<std::chrono::seconds>(options.timeout).count()),
+                    fmt::format("{} did not finish within {:g} s", who,
+                                static_cast<double>(options.timeout.count()) / 1000.0),
                     "run the plugin by hand: it may be waiting for a login");
     case End::too_much_output:
         return fail(ErrorKind::unauthorized,
