@@ -30,7 +30,8 @@ ClusterInventory pools_from(const std::string& cluster, const nlohmann::json& no
 
 // A GPU product label value -> the short name tandem specs use: "NVIDIA-H100-80GB-HBM3" -> "H100",
 // "NVIDIA-A100-SXM4-80GB" -> "A100-80GB", "nvidia-tesla-t4" -> "T4", "A100_NVLINK_80GB" -> "A100-80GB".
-// Unrecognised names are returned upper-cased without the vendor prefix ("NVIDIA-RTX-A6000" -> "RTX-A6000").
+// Unrecognised names are upper-cased without vendor prefix or sharing suffix, as SkyPilot does:
+// "NVIDIA-GeForce-RTX-4090-SHARED" -> "RTX4090".
 std::string canonical_accelerator(std::string_view label_value);
 
 // A Kubernetes resource quantity ("7500m", "16Gi", "1e3", "128974848", "1.5M") -> its value. nullopt when
