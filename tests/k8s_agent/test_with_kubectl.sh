@@ -4,7 +4,8 @@
 # Kubernetes testbed (scripts/testbed/k8s up). One scenario per run:
 #   tests/k8s_agent/test_with_kubectl.sh SCENARIO
 # Scenarios: job-completes gpu-job gpu-insufficient mig-job exit-code
-#            logs-follow delete-kills secret-env auth
+#            logs-follow delete-kills secret-env auth apiserver-restart (stops the
+#            apiserver for a while: run it alone)
 # A testbed that is not up is a failure, not a skip.
 set -euo pipefail
 
@@ -28,7 +29,7 @@ k() { "$KUBECTL" --kubeconfig "$K8S_KUBECONFIG" -n "$K8S_NAMESPACE" --request-ti
 NAME=ka-${SCENARIO//[^a-z0-9]/-}-$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')
 WORK=$(mktemp -d)
 cleanup() {
-  k delete job "$NAME" --cascade=background --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  k delete job "$NAME" "$NAME-after" --cascade=background --ignore-not-found --wait=false >/dev/null 2>&1 || true
   k delete secret "$NAME" --ignore-not-found >/dev/null 2>&1 || true
   rm -rf "$WORK"
 }
@@ -207,6 +208,27 @@ case $SCENARIO in
     logs=$(k logs "job/$NAME")
     [[ $logs == *"key=$value"* && $logs == *"all=$value"* ]] || fail "the secret did not reach the process: $logs"
     ;;
+  apiserver-restart)
+    # The process ends while the apiserver is down: the agent must re-watch and still report the end.
+    job "$NAME" '      - name: main
+        image: busybox
+        command: [sh, -c, "for i in 1 2 3 4 5; do echo tick-$i; sleep 1; done"]'
+    pod=$(pod_of "$NAME")
+    running() { [[ $(jp "pod/$pod" '{.status.phase}') == Running ]]; }
+    wait_until 20 "pod $pod Running" running
+    "$ROOT/scripts/testbed/k8s" stop-api 2>/dev/null || fail "scripts/testbed/k8s stop-api failed"
+    sleep 6
+    "$ROOT/scripts/testbed/k8s" start-api 2>/dev/null || fail "scripts/testbed/k8s start-api failed"
+    wait_job "$NAME" complete
+    expect_eq "terminated" "$(jp "pod/$pod" '{.status.containerStatuses[0].state.terminated.exitCode}')" 0
+    [[ $(k logs "$pod") == *tick-5* ]] || fail "log incomplete after the restart: $(k logs "$pod")"
+    # A pod created after the restart runs too (the agent watches again).
+    job "$NAME-after" '      - name: main
+        image: busybox
+        command: [echo, after the restart]'
+    wait_job "$NAME-after" complete
+    k delete job "$NAME-after" --cascade=background >/dev/null
+    ;;
   auth)
     kc() { "$KUBECTL" --kubeconfig "$1" --request-timeout=30s "${@:2}"; }
     for user in "$K8S_KUBECONFIG_CERT" "$K8S_KUBECONFIG_EXEC"; do
@@ -221,7 +243,7 @@ case $SCENARIO in
     expect_eq "gpu-node allocatable nvidia.com/gpu" "$gpus" 8
     ;;
   *)
-    echo "usage: $0 job-completes|gpu-job|gpu-insufficient|mig-job|exit-code|logs-follow|delete-kills|secret-env|auth" >&2
+    echo "usage: $0 job-completes|gpu-job|gpu-insufficient|mig-job|exit-code|logs-follow|delete-kills|secret-env|auth|apiserver-restart" >&2
     exit 2
     ;;
 esac
