@@ -4,7 +4,8 @@
 # Kubernetes testbed (scripts/testbed/k8s up). One scenario per run:
 #   tests/k8s_agent/test_with_kubectl.sh SCENARIO
 # Scenarios: job-completes gpu-job gpu-insufficient mig-job exit-code
-#            logs-follow delete-kills secret-env auth apiserver-restart (stops the
+#            logs-follow delete-kills delete-stubborn restart-on-failure cannot-run
+#            secret-env auth apiserver-restart (stops the
 #            apiserver for a while: run it alone)
 # A testbed that is not up is a failure, not a skip.
 set -euo pipefail
@@ -35,7 +36,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# job NAME CONTAINER-YAML [POD-SPEC-EXTRA-YAML] [BACKOFF]: create a Job, restartPolicy Never.
+# job NAME CONTAINER-YAML [POD-SPEC-EXTRA-YAML] [BACKOFF]: create a Job (restartPolicy $POLICY, default Never).
 job() {
   k create -f - >/dev/null <<EOF
 apiVersion: batch/v1
@@ -45,7 +46,7 @@ spec:
   backoffLimit: ${4:-0}
   template:
     spec:
-      restartPolicy: Never
+      restartPolicy: ${POLICY:-Never}
       terminationGracePeriodSeconds: 5
 ${3:-}
       containers:
@@ -196,6 +197,46 @@ case $SCENARIO in
     expect_eq "marker size (still written?)" "$(stat -c %s "$mark")" "$size"
     [[ -z $(k get job "$NAME" -o name --ignore-not-found) ]] || fail "job still exists"
     ;;
+  delete-stubborn)
+    # A process that ignores SIGTERM is killed once the grace period (5 s) is over.
+    mark=$WORK/marker
+    job "$NAME" "      - name: main
+        image: busybox
+        command: [sh, -c, 'trap \"\" TERM; echo \$\$\$\$ > $WORK/pid; while true; do date +%s%N >> $mark; sleep 0.2; done']"
+    has_marker() { [[ -s $mark && -s $WORK/pid ]]; }
+    wait_until 30 "the job's process to write $mark" has_marker
+    pid=$(<"$WORK/pid")
+    t0=$(date +%s%N)
+    k delete job "$NAME" --cascade=background >/dev/null
+    pid_gone() { ! kill -0 "$pid" 2>/dev/null; }
+    wait_until 30 "process $pid to end" pid_gone
+    waited=$((($(date +%s%N) - t0) / 1000000))
+    ((waited >= 4000)) || fail "process $pid ended after ${waited} ms: SIGTERM should not have stopped it before the 5 s grace period"
+    no_pods() { [[ -z $(k get pods -l "job-name=$NAME" -o name 2>/dev/null) ]]; }
+    wait_until 30 "the job's pods to be gone" no_pods
+    note "killed after ${waited} ms"
+    ;;
+  restart-on-failure)
+    # restartPolicy OnFailure: the agent restarts the container in place; the first run's log stays readable.
+    POLICY=OnFailure job "$NAME" "      - name: main
+        image: busybox
+        command: [sh, -c, 'n=\$(cat $WORK/count 2>/dev/null || echo 0); n=\$((n+1)); echo \$n > $WORK/count; echo run-\$n; test \$n -ge 2']" "" 3
+    wait_job "$NAME" complete
+    pod=$(pod_of "$NAME")
+    expect_eq "restartCount" "$(jp "pod/$pod" '{.status.containerStatuses[0].restartCount}')" 1
+    expect_eq "lastState" "$(jp "pod/$pod" '{.status.containerStatuses[0].lastState.terminated.exitCode}')" 1
+    expect_eq "logs" "$(k logs "$pod")" run-2
+    expect_eq "previous logs" "$(k logs --previous "$pod")" run-1
+    ;;
+  cannot-run)
+    job "$NAME" '      - name: main
+        image: busybox
+        command: [/nonexistent/tandem-binary]'
+    wait_job "$NAME" failed
+    pod=$(pod_of "$NAME")
+    expect_eq "terminated" "$(jp "pod/$pod" '{.status.containerStatuses[0].state.terminated.exitCode}/{.status.containerStatuses[0].state.terminated.reason}')" 127/ContainerCannotRun
+    [[ $(k logs "$pod") == *"cannot start '/nonexistent/tandem-binary'"* ]] || fail "no start error in the log: $(k logs "$pod")"
+    ;;
   secret-env)
     value=v-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')
     k create secret generic "$NAME" --from-literal=API_KEY="$value" >/dev/null
@@ -243,7 +284,7 @@ case $SCENARIO in
     expect_eq "gpu-node allocatable nvidia.com/gpu" "$gpus" 8
     ;;
   *)
-    echo "usage: $0 job-completes|gpu-job|gpu-insufficient|mig-job|exit-code|logs-follow|delete-kills|secret-env|auth|apiserver-restart" >&2
+    echo "usage: $0 job-completes|gpu-job|gpu-insufficient|mig-job|exit-code|logs-follow|delete-kills|delete-stubborn|restart-on-failure|cannot-run|secret-env|auth|apiserver-restart" >&2
     exit 2
     ;;
 esac
