@@ -32,10 +32,6 @@ namespace {
 
 using nlohmann::json;
 
-// Most specific first (GPU feature discovery, then the clouds' own labels).
-constexpr std::array<std::string_view, 4> k_product_labels{
-    "nvidia.com/gpu.product", "cloud.google.com/gke-accelerator", "karpenter.k8s.aws/instance-gpu-name",
-    "gpu.nvidia.com/class"};
 constexpr std::string_view k_gpu = "nvidia.com/gpu";
 constexpr std::string_view k_gpu_shared = "nvidia.com/gpu.shared";
 constexpr std::string_view k_mig_prefix = "nvidia.com/mig-";
@@ -181,7 +177,7 @@ NodeFacts facts_of(const json& node) {
     }
 
     std::string product;
-    for (auto key : k_product_labels) {
+    for (auto key : k_gpu_product_labels) {
         product = fields::str(fields::get(labels, key));
         if (!product.empty()) {
             break;

@@ -15,6 +15,7 @@
 // fits the pool fits any node of it. Only usable nodes (Ready and not cordoned) count towards free GPUs
 // and free nodes; every node counts towards the totals.
 
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,6 +25,13 @@
 #include "core/inventory.hpp"
 
 namespace tandem::k8s {
+
+// The node labels that name a GPU product, most specific first. A pool is named by the value of the first
+// one a node has; a Job placed on pool P can select its nodes with a node affinity whose terms (ORed) are
+// "<key> In [P]" for each of these keys.
+inline constexpr std::array<std::string_view, 4> k_gpu_product_labels{
+    "nvidia.com/gpu.product", "cloud.google.com/gke-accelerator", "karpenter.k8s.aws/instance-gpu-name",
+    "gpu.nvidia.com/class"};
 
 ClusterInventory pools_from(const std::string& cluster, const nlohmann::json& node_list,
                             const nlohmann::json& pod_list);
