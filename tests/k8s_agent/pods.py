@@ -11,6 +11,7 @@ import threading
 import time
 
 import envres
+from events import post_event
 from kapi import log, now_rfc3339
 
 POLL = 0.1
@@ -266,6 +267,13 @@ class Runner:
             plans.append((c, envres.container_argv(c, env), env))
         return plans
 
+    def _started_event(self, st, run):
+        if run.proc is not None:
+            post_event(st.api, st.pod, st.node, run.name, "Started", f"Started container {run.name}")
+        else:
+            term = run.state["terminated"]
+            post_event(st.api, st.pod, st.node, run.name, "Failed", f"Error: {term.get('message', '')}", warning=True)
+
     def _workdir(self, st, container):
         wd = container.get("workingDir")
         if not wd:
@@ -308,6 +316,7 @@ class Runner:
                         {"hostIP": POD_IP, "startTime": start_time, "containerStatuses": waiting},
                         f"CreateContainerConfigError: {msg}",
                     )
+                    post_event(st.api, st.pod, st.node, None, "Failed", f"Error: {msg}", warning=True)
                 time.sleep(2)
         for c, argv, env in plans:
             log_dir = os.path.join(st.dir, "logs", c["name"])
@@ -320,7 +329,13 @@ class Runner:
                     return
                 run.start()
                 st.runs[c["name"]] = run
-        conds = [{"type": t, "status": "True", "lastTransitionTime": start_time} for t in ("Initialized", "Ready", "ContainersReady")]
+            self._started_event(st, run)
+        if not any(r.proc for r in st.runs.values()):
+            return self._supervise(st, spec.get("restartPolicy", "Always"))  # nothing started: no Running
+        conds = [
+            {"type": t, "status": "True", "lastTransitionTime": start_time}
+            for t in ("Initialized", "Ready", "ContainersReady")
+        ]
         self._report(
             st,
             {
@@ -343,7 +358,7 @@ class Runner:
             time.sleep(POLL)
             if st.deleting or st.gone:
                 return  # _terminate / on_gone own the pod now
-            changed = []
+            changed, restarted = [], []
             with st.lock:
                 if st.deleting:
                     return
@@ -362,10 +377,13 @@ class Runner:
                         del pending_restart[run.name]
                         run.restart()
                         changed.append(f"{run.name} restarted ({run.restart_count})")
+                        restarted.append(run)
                 done = not pending_restart and all(
                     "terminated" in (r.state or {}) for r in st.runs.values()
                 )
                 statuses = self._statuses(st)
+            for run in restarted:
+                self._started_event(st, run)
             if not changed:
                 continue
             if not done:
@@ -395,6 +413,7 @@ class Runner:
         if runs:
             log(f"pod {st.ns}/{st.name}: deleted; TERM {', '.join(str(r.proc.pid) for r in runs)} (grace {grace}s)")
             for r in runs:
+                post_event(st.api, st.pod, st.node, r.name, "Killing", f"Stopping container {r.name}")
                 r.signal(signal.SIGTERM)
             end = time.monotonic() + grace
             while time.monotonic() < end and any(r.running() for r in runs):

@@ -5,7 +5,7 @@
 #   tests/k8s_agent/test_with_kubectl.sh SCENARIO
 # Scenarios: job-completes gpu-job gpu-insufficient mig-job exit-code
 #            logs-follow delete-kills delete-stubborn restart-on-failure cannot-run
-#            secret-env auth apiserver-restart (stops the
+#            secret-missing secret-env auth apiserver-restart (stops the
 #            apiserver for a while: run it alone)
 # A testbed that is not up is a failure, not a skip.
 set -euo pipefail
@@ -105,6 +105,8 @@ case $SCENARIO in
     expect_eq "phase" "$(jp "pod/$pod" '{.status.phase}')" Succeeded
     expect_eq "terminated" "$(jp "pod/$pod" '{.status.containerStatuses[0].state.terminated.exitCode}/{.status.containerStatuses[0].state.terminated.reason}')" 0/Completed
     expect_eq "job succeeded" "$(jp "job/$NAME" '{.status.succeeded}')" 1
+    started=$(k get events --field-selector "involvedObject.name=$pod,reason=Started" -o jsonpath='{.items[*].source.component}/{.items[*].message}')
+    expect_eq "the kubelet's Started event" "$started" "kubelet/Started container main"
     ;;
   gpu-job)
     job "$NAME" '      - name: main
@@ -237,6 +239,22 @@ case $SCENARIO in
     expect_eq "terminated" "$(jp "pod/$pod" '{.status.containerStatuses[0].state.terminated.exitCode}/{.status.containerStatuses[0].state.terminated.reason}')" 127/ContainerCannotRun
     [[ $(k logs "$pod") == *"cannot start '/nonexistent/tandem-binary'"* ]] || fail "no start error in the log: $(k logs "$pod")"
     ;;
+  secret-missing)
+    # A missing Secret: the pod waits in CreateContainerConfigError (with a warning event) until it exists.
+    job "$NAME" "      - name: main
+        image: busybox
+        command: [sh, -c, 'echo got=\$TOKEN']
+        env: [{name: TOKEN, valueFrom: {secretKeyRef: {name: $NAME, key: token}}}]"
+    pod=$(pod_of "$NAME")
+    waiting() { [[ $(jp "pod/$pod" '{.status.containerStatuses[0].state.waiting.reason}') == CreateContainerConfigError ]]; }
+    wait_until 30 "pod $pod in CreateContainerConfigError" waiting
+    expect_eq "phase" "$(jp "pod/$pod" '{.status.phase}')" Pending
+    msg=$(k get events --field-selector "involvedObject.name=$pod,reason=Failed" -o jsonpath='{.items[*].type}: {.items[*].message}')
+    [[ $msg == *"Warning: Error: secret '$NAME' not found"* ]] || fail "no Failed warning event naming the secret: $msg"
+    k create secret generic "$NAME" --from-literal=token=late >/dev/null
+    wait_job "$NAME" complete
+    expect_eq "logs" "$(k logs "$pod")" got=late
+    ;;
   secret-env)
     value=v-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')
     k create secret generic "$NAME" --from-literal=API_KEY="$value" >/dev/null
@@ -284,7 +302,7 @@ case $SCENARIO in
     expect_eq "gpu-node allocatable nvidia.com/gpu" "$gpus" 8
     ;;
   *)
-    echo "usage: $0 job-completes|gpu-job|gpu-insufficient|mig-job|exit-code|logs-follow|delete-kills|delete-stubborn|restart-on-failure|cannot-run|secret-env|auth|apiserver-restart" >&2
+    echo "usage: $0 job-completes|gpu-job|gpu-insufficient|mig-job|exit-code|logs-follow|delete-kills|delete-stubborn|restart-on-failure|cannot-run|secret-missing|secret-env|auth|apiserver-restart" >&2
     exit 2
     ;;
 esac

@@ -148,7 +148,7 @@ K8S_EXEC_PLUGIN=$RUN/exec-credential
 K8S_NAMESPACE=$NAMESPACE
 K8S_SERVICE_ACCOUNT=tandem
 K8S_VERSION=$("$K8S_BIN/kube-apiserver" --version | awk '{print $2}')
-K8S_NODES=${NODES[*]}
+K8S_NODES=$(IFS=,; echo "${NODES[*]}")
 K8S_GPU_NODE=gpu-node
 K8S_GPU_PRODUCT=NVIDIA-H100-80GB-HBM3
 K8S_MIG_NODE=mig-node
