@@ -36,12 +36,7 @@ cmd_build() {
   fi
   local pkgs=(golang-1.19 etcd-server etcd-client rsync openssl curl dpkg-dev
     golang-github-modern-go-reflect2-dev golang-github-json-iterator-go-dev)
-  local missing=() p
-  for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-  if ((${#missing[@]})); then
-    log "installing ${missing[*]}"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-  fi
+  apt_install "${pkgs[@]}"
   local work=$K8S_CACHE/src
   rm -rf "$work" && mkdir -p "$work"
   enable_deb_src

@@ -155,6 +155,33 @@ kapi() {
   rm -f "$out"
 }
 
+# apt_install PACKAGE...: install the ones that are missing (never with
+# SKIP_APT=1). No init system here: a policy-rc.d that exits 101 keeps the
+# postinsts (etcd-server's) from starting daemons behind our back.
+apt_install() {
+  local missing=() p own_policy=0 rc=0
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  ((${#missing[@]})) || return 0
+  [[ ${SKIP_APT:-0} == 1 ]] && die "missing packages: ${missing[*]} (SKIP_APT=1)"
+  log "installing ${missing[*]}"
+  mkdir -p "$LAB"
+  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+    chmod 755 /usr/sbin/policy-rc.d
+    own_policy=1
+  fi
+  { DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 -o Acquire::Retries=3 update -qq &&
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 -o Acquire::Retries=3 install -y -qq \
+      --no-install-recommends "${missing[@]}"; } >"$LAB/apt.log" 2>&1 || rc=$?
+  ((own_policy)) && rm -f /usr/sbin/policy-rc.d
+  if ((rc)); then
+    tail -n 25 "$LAB/apt.log" >&2
+    die "apt-get failed (full output in $LAB/apt.log)"
+  fi
+}
+
 api_ready() { [[ $(curl -s --max-time 2 --cacert "$PKI/ca.crt" "$SERVER/readyz" 2>/dev/null) == ok ]]; }
 etcd_healthy() { curl -sf --max-time 2 "http://127.0.0.1:$ETCD_PORT/health" | grep -q '"health":"true"'; }
 

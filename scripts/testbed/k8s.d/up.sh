@@ -6,32 +6,8 @@
 PACKAGES=(etcd-server curl jq openssl)
 
 install_packages() {
-  local missing=() p
-  for p in "${PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-  done
-  [[ -x $PYTHON ]] || missing+=(python3)
-  ((${#missing[@]})) || return 0
-  [[ ${SKIP_APT:-0} == 1 ]] && die "missing packages: ${missing[*]} (SKIP_APT=1)"
-  log "installing ${missing[*]}"
-  mkdir -p "$LAB"
-  # The etcd-server postinst would start etcd through invoke-rc.d: a policy-rc.d
-  # that exits 101 keeps it from starting a second etcd behind our back.
-  local own_policy=0
-  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
-    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-    chmod 755 /usr/sbin/policy-rc.d
-    own_policy=1
-  fi
-  if ! { DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -qq &&
-    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
-      "${missing[@]}"; } >"$LAB/apt.log" 2>&1; then
-    ((own_policy)) && rm -f /usr/sbin/policy-rc.d
-    tail -n 25 "$LAB/apt.log" >&2
-    die "apt-get failed (full output in $LAB/apt.log)"
-  fi
-  ((own_policy)) && rm -f /usr/sbin/policy-rc.d
-  return 0
+  apt_install "${PACKAGES[@]}"
+  [[ -x $PYTHON ]] || apt_install python3
 }
 
 all_alive() {
