@@ -14,7 +14,7 @@ constexpr std::int64_t t_11_00_19 = 1796209219;
 constexpr std::int64_t t_11_00_20 = 1796209220;
 constexpr std::int64_t t_12_00_05 = 1796212805;
 
-TEST_CASE("k8s state: Complete -> SUCCEEDED with exit code 0, started and ended") {
+TEST_CASE("state: Complete -> SUCCEEDED with exit code 0, started and ended") {
     ViewBuilder b;
     b.job(fixture_job("tandem-1-hello")).pod(fixture_pod("tandem-1-hello-q8x2v"));
     const auto u = b.update();
@@ -25,7 +25,7 @@ TEST_CASE("k8s state: Complete -> SUCCEEDED with exit code 0, started and ended"
     CHECK(u.ended_at == t_10_00_09); // the Job's completionTime, not the container's finishedAt
 }
 
-TEST_CASE("k8s state: BackoffLimitExceeded -> FAILED with the pod's exit code") {
+TEST_CASE("state: BackoffLimitExceeded -> FAILED with the pod's exit code") {
     ViewBuilder b;
     b.job(fixture_job("tandem-2-train")).pod(fixture_pod("tandem-2-train-m4k9z"));
     const auto u = b.update();
@@ -36,7 +36,7 @@ TEST_CASE("k8s state: BackoffLimitExceeded -> FAILED with the pod's exit code") 
     CHECK(u.ended_at == t_11_00_19); // no completionTime on failure: the container's finishedAt
 }
 
-TEST_CASE("k8s state: BackoffLimitExceeded without pods left -> the condition's reason") {
+TEST_CASE("state: BackoffLimitExceeded without pods left -> the condition's reason") {
     ViewBuilder b;
     b.job(fixture_job("tandem-2-train"));
     const auto u = b.update();
@@ -47,7 +47,7 @@ TEST_CASE("k8s state: BackoffLimitExceeded without pods left -> the condition's 
     CHECK(u.ended_at == t_11_00_20); // when the Failed condition was set
 }
 
-TEST_CASE("k8s state: DeadlineExceeded -> FAILED without the killed pod's code") {
+TEST_CASE("state: DeadlineExceeded -> FAILED without the killed pod's code") {
     auto job = fixture_job("tandem-2-train");
     job["status"]["conditions"][0]["reason"] = "DeadlineExceeded";
     job["status"]["conditions"][0]["message"] = "Job was active longer than specified deadline";
@@ -63,7 +63,7 @@ TEST_CASE("k8s state: DeadlineExceeded -> FAILED without the killed pod's code")
     CHECK(u.started_at == t_11_00_04);
 }
 
-TEST_CASE("k8s state: OOMKilled -> FAILED OOMKilled with exit code 137") {
+TEST_CASE("state: OOMKilled -> FAILED OOMKilled with exit code 137") {
     auto pod = fixture_pod("tandem-2-train-m4k9z");
     pod["status"]["containerStatuses"][0]["state"] =
         terminated(137, "OOMKilled", "2026-12-02T11:00:04Z", "2026-12-02T11:00:19Z");
@@ -75,7 +75,7 @@ TEST_CASE("k8s state: OOMKilled -> FAILED OOMKilled with exit code 137") {
     CHECK(u.exit_code == 137);
 }
 
-TEST_CASE("k8s state: an evicted pod explains the failure with Kubernetes' message") {
+TEST_CASE("state: an evicted pod explains the failure with Kubernetes' message") {
     auto pod = fixture_pod("tandem-2-train-m4k9z");
     pod["status"].erase("containerStatuses");
     pod["status"]["reason"] = "Evicted";
@@ -88,7 +88,7 @@ TEST_CASE("k8s state: an evicted pod explains the failure with Kubernetes' messa
     CHECK_FALSE(u.exit_code);
 }
 
-TEST_CASE("k8s state: Unschedulable -> PENDING with the scheduler's message") {
+TEST_CASE("state: Unschedulable -> PENDING with the scheduler's message") {
     ViewBuilder b;
     b.job(fixture_job("tandem-5-big")).pod(fixture_pod("tandem-5-big-r7t2k"));
     const auto u = b.update();
@@ -99,7 +99,7 @@ TEST_CASE("k8s state: Unschedulable -> PENDING with the scheduler's message") {
     CHECK_FALSE(u.ended_at);
 }
 
-TEST_CASE("k8s state: no PodScheduled condition -> the latest FailedScheduling event") {
+TEST_CASE("state: no PodScheduled condition -> the latest FailedScheduling event") {
     auto pod = fixture_pod("tandem-5-big-r7t2k");
     pod["status"].erase("conditions");
     auto older = k8s_item(status_events(), "tandem-5-big-r7t2k.17c3a9e4b2f1d0a1");
@@ -118,7 +118,7 @@ TEST_CASE("k8s state: no PodScheduled condition -> the latest FailedScheduling e
     CHECK(none.update().reason == "waiting for the scheduler");
 }
 
-TEST_CASE("k8s state: image pull failures keep PENDING and say so") {
+TEST_CASE("state: image pull failures keep PENDING and say so") {
     for (const char* reason : {"ImagePullBackOff", "ErrImagePull"}) {
         ViewBuilder b;
         b.job(fixture_job("tandem-3-serve")).pod(pod_waiting(reason, "Back-off pulling image \"nope:1\""));
@@ -129,7 +129,7 @@ TEST_CASE("k8s state: image pull failures keep PENDING and say so") {
     }
 }
 
-TEST_CASE("k8s state: CreateContainerConfigError (a missing Secret) -> PENDING with the message") {
+TEST_CASE("state: CreateContainerConfigError (a missing Secret) -> PENDING with the message") {
     ViewBuilder b;
     b.job(fixture_job("tandem-3-serve"))
         .pod(pod_waiting("CreateContainerConfigError", "secret \"tandem-3-secrets\" not found"));
@@ -138,7 +138,7 @@ TEST_CASE("k8s state: CreateContainerConfigError (a missing Secret) -> PENDING w
     CHECK(u.reason == "CreateContainerConfigError: secret \"tandem-3-secrets\" not found");
 }
 
-TEST_CASE("k8s state: a scheduled pod creating its container -> STARTING") {
+TEST_CASE("state: a scheduled pod creating its container -> STARTING") {
     ViewBuilder b;
     b.job(fixture_job("tandem-3-serve")).pod(pod_waiting("ContainerCreating", ""));
     const auto u = b.update();
@@ -146,7 +146,7 @@ TEST_CASE("k8s state: a scheduled pod creating its container -> STARTING") {
     CHECK(u.reason == "ContainerCreating");
 }
 
-TEST_CASE("k8s state: a Running pod -> RUNNING, started at the container's start") {
+TEST_CASE("state: a Running pod -> RUNNING, started at the container's start") {
     ViewBuilder b;
     b.job(fixture_job("tandem-3-serve")).pod(fixture_pod("tandem-3-serve-7hd2c"));
     const auto u = b.update();
@@ -157,7 +157,7 @@ TEST_CASE("k8s state: a Running pod -> RUNNING, started at the container's start
     CHECK_FALSE(u.exit_code);
 }
 
-TEST_CASE("k8s state: CrashLoopBackOff is shown with the last exit code") {
+TEST_CASE("state: CrashLoopBackOff is shown with the last exit code") {
     auto pod = fixture_pod("tandem-3-serve-7hd2c");
     auto& c = pod["status"]["containerStatuses"][0];
     c["lastState"] = terminated(1, "Error", "2026-12-02T12:00:05Z", "2026-12-02T12:00:06Z");
@@ -171,7 +171,7 @@ TEST_CASE("k8s state: CrashLoopBackOff is shown with the last exit code") {
     CHECK(u.started_at == t_12_00_05);
 }
 
-TEST_CASE("k8s state: a failed pod whose Job has not failed yet -> PENDING, the controller decides") {
+TEST_CASE("state: a failed pod whose Job has not failed yet -> PENDING, the controller decides") {
     auto job = fixture_job("tandem-2-train");
     job["status"].erase("conditions");
     ViewBuilder b;
@@ -182,7 +182,7 @@ TEST_CASE("k8s state: a failed pod whose Job has not failed yet -> PENDING, the 
     CHECK_FALSE(u.exit_code);
 }
 
-TEST_CASE("k8s state: a retry's newer pod is the rank's state") {
+TEST_CASE("state: a retry's newer pod is the rank's state") {
     auto job = fixture_job("tandem-2-train");
     job["status"].erase("conditions");
     auto retry = fixture_pod("tandem-3-serve-7hd2c");
@@ -195,7 +195,7 @@ TEST_CASE("k8s state: a retry's newer pod is the rank's state") {
     CHECK(u.started_at == t_11_00_04); // the first attempt's start
 }
 
-TEST_CASE("k8s state: a Job without pods -> PENDING, with the Job's FailedCreate event when there is one") {
+TEST_CASE("state: a Job without pods -> PENDING, with the Job's FailedCreate event when there is one") {
     ViewBuilder quiet;
     quiet.job(fixture_job("tandem-3-serve"));
     CHECK(quiet.update().state == JobState::pending);
@@ -214,7 +214,7 @@ TEST_CASE("k8s state: a Job without pods -> PENDING, with the Job's FailedCreate
     CHECK(b.update().reason == ev["message"].get<std::string>());
 }
 
-TEST_CASE("k8s state: no Job listed -> UNKNOWN, the caller decides") {
+TEST_CASE("state: no Job listed -> UNKNOWN, the caller decides") {
     ViewBuilder none;
     CHECK(none.update().state == JobState::unknown);
     CHECK(none.update().reason == "the Kubernetes Job is gone (deleted, or removed after it ended)");
@@ -224,7 +224,7 @@ TEST_CASE("k8s state: no Job listed -> UNKNOWN, the caller decides") {
     CHECK(orphans.update().reason == "the Kubernetes Job is gone but its pods remain");
 }
 
-TEST_CASE("k8s state: a Job being deleted is reported as seen, and says so") {
+TEST_CASE("state: a Job being deleted is reported as seen, and says so") {
     auto job = fixture_job("tandem-3-serve");
     job["metadata"]["deletionTimestamp"] = "2026-12-02T12:05:00Z";
     job["metadata"]["deletionGracePeriodSeconds"] = 0;
@@ -234,7 +234,7 @@ TEST_CASE("k8s state: a Job being deleted is reported as seen, and says so") {
     CHECK(b.update().reason == "the Job is being deleted");
 }
 
-TEST_CASE("k8s state: a suspended Job -> PENDING") {
+TEST_CASE("state: a suspended Job -> PENDING") {
     auto job = fixture_job("tandem-3-serve");
     job["status"]["conditions"] = json::array({{{"type", "Suspended"},
                                                 {"status", "True"},
@@ -246,7 +246,7 @@ TEST_CASE("k8s state: a suspended Job -> PENDING") {
     CHECK(b.update().reason == "the Job is suspended");
 }
 
-TEST_CASE("k8s state: the Phase Unknown of a lost node -> UNKNOWN") {
+TEST_CASE("state: the Phase Unknown of a lost node -> UNKNOWN") {
     auto pod = fixture_pod("tandem-3-serve-7hd2c");
     pod["status"]["phase"] = "Unknown";
     ViewBuilder b;
@@ -255,7 +255,7 @@ TEST_CASE("k8s state: the Phase Unknown of a lost node -> UNKNOWN") {
     CHECK(b.update().reason == "pod state Unknown: node gpu-h100-1 is not reporting");
 }
 
-TEST_CASE("k8s state: RFC 3339 times") {
+TEST_CASE("state: RFC 3339 times") {
     CHECK(parse_rfc3339("1970-01-01T00:00:00Z") == 0);
     CHECK(parse_rfc3339("1969-12-31T23:59:59Z") == -1);
     CHECK(parse_rfc3339("2000-02-29T23:59:59Z") == 951868799);

@@ -41,7 +41,7 @@ json pending_pod(int rank) {
 
 } // namespace
 
-TEST_CASE("k8s ranks: a failed rank fails the job and is named") {
+TEST_CASE("ranks: a failed rank fails the job and is named") {
     ViewBuilder b;
     b.job(fixture_job("tandem-4-ddp-0"))
         .job(fixture_job("tandem-4-ddp-1"))
@@ -56,7 +56,7 @@ TEST_CASE("k8s ranks: a failed rank fails the job and is named") {
     CHECK(u.ended_at == 1796216500);   // rank 1's finishedAt
 }
 
-TEST_CASE("k8s ranks: running when any rank runs; the reason names a rank still waiting") {
+TEST_CASE("ranks: running when any rank runs, the reason names a rank still waiting") {
     ViewBuilder b;
     b.job(rank_job(0, nullptr)).job(rank_job(1, nullptr)).pod(rank_pod(0)).pod(pending_pod(1)).ranks(2);
     const auto u = b.update();
@@ -70,7 +70,7 @@ TEST_CASE("k8s ranks: running when any rank runs; the reason names a rank still 
     CHECK(all.update().reason.empty());
 }
 
-TEST_CASE("k8s ranks: pending while no rank runs, naming the first waiting rank") {
+TEST_CASE("ranks: pending while no rank runs, naming the first waiting rank") {
     ViewBuilder b;
     b.job(rank_job(0, nullptr)).job(rank_job(1, nullptr)).pod(pending_pod(0)).pod(pending_pod(1)).ranks(2);
     CHECK(b.update().state == JobState::pending);
@@ -78,7 +78,7 @@ TEST_CASE("k8s ranks: pending while no rank runs, naming the first waiting rank"
     CHECK_FALSE(b.update().started_at);
 }
 
-TEST_CASE("k8s ranks: succeeded only when every rank's Job is Complete") {
+TEST_CASE("ranks: succeeded only when every rank's Job is Complete") {
     ViewBuilder done;
     done.job(rank_job(0, "Complete")).job(rank_job(1, "Complete")).ranks(2);
     CHECK(done.update().state == JobState::succeeded);
@@ -96,7 +96,7 @@ TEST_CASE("k8s ranks: succeeded only when every rank's Job is Complete") {
     CHECK(missing.update().reason == "rank 2: its Kubernetes Job is missing");
 }
 
-TEST_CASE("k8s ranks: every pod ended well but the Job is not Complete yet -> RUNNING completing") {
+TEST_CASE("ranks: every pod ended well but the Job is not Complete yet -> RUNNING completing") {
     auto job = fixture_job("tandem-1-hello");
     job["status"].erase("conditions");
     job["status"].erase("completionTime");
@@ -106,7 +106,7 @@ TEST_CASE("k8s ranks: every pod ended well but the Job is not Complete yet -> RU
     CHECK(b.update().reason == "completing");
 }
 
-TEST_CASE("k8s ranks: an Indexed Job gives ranks by completion index") {
+TEST_CASE("ranks: an Indexed Job gives ranks by completion index") {
     auto job = fixture_job("tandem-2-train");
     job["spec"]["completionMode"] = "Indexed";
     job["spec"]["completions"] = 2;
@@ -131,7 +131,7 @@ TEST_CASE("k8s ranks: an Indexed Job gives ranks by completion index") {
     CHECK(r.update().reason.empty());
 }
 
-TEST_CASE("k8s group: a namespace's lists grouped by tandem.dev/job") {
+TEST_CASE("group: a namespace's lists grouped by tandem.dev/job") {
     const auto groups = group_by_tandem_job(status_jobs(), status_pods(), &status_events());
     std::vector<std::string> keys;
     for (const auto& [key, view] : groups) {
@@ -156,7 +156,7 @@ TEST_CASE("k8s group: a namespace's lists grouped by tandem.dev/job") {
     CHECK(to_job_update(groups.at("tandem-5-big")).state == JobState::pending);
 }
 
-TEST_CASE("k8s group: an Indexed Job's completions are its ranks; no event list is fine") {
+TEST_CASE("group: an Indexed Job's completions are its ranks, no event list is fine") {
     auto job = fixture_job("tandem-3-serve");
     job["spec"]["completionMode"] = "Indexed";
     job["spec"]["completions"] = 4;

@@ -10,7 +10,7 @@
 using namespace tandem;
 using namespace tandem::k8s;
 
-TEST_CASE("k8s recorded: every job of the namespace mapped") {
+TEST_CASE("state recorded: every job of the namespace mapped") {
     const auto jobs = k8s_fixture("recorded-v1.20/jobs.json");
     const auto pods = k8s_fixture("recorded-v1.20/pods.json");
     const auto events = k8s_fixture("recorded-v1.20/events.json");
