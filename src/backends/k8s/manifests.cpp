@@ -1,0 +1,487 @@
+// Rendering of a tandem job as Kubernetes objects (the model is described in manifests.hpp).
+
+#include "backends/k8s/manifests.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <string_view>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "backends/k8s/labels.hpp"
+
+namespace tandem::k8s {
+
+using nlohmann::json;
+
+namespace {
+
+// Runs in every pod as `bash -c "$program" tandem-node SETUP RUN`. Fixed text: no user input.
+constexpr std::string_view k_node_program = R"(rc=0
+if [ -n "$1" ]; then /bin/bash -c "$1" tandem-setup; rc=$?; fi
+if [ "$rc" -eq 0 ] && [ -n "$2" ]; then /bin/bash -c "$2" tandem-run; rc=$?; fi
+exit "$rc")";
+
+constexpr std::string_view k_container = "main";
+
+// Names tandem sets itself; a task env of the same name is not repeated (like the Slurm script).
+constexpr std::array<std::string_view, 11> k_own_names{
+    "TANDEM_JOB_ID",      "TANDEM_JOB_NAME",   "TANDEM_NUM_GPUS_PER_NODE", "TANDEM_NUM_NODES",
+    "TANDEM_NODE_IPS",    "TANDEM_NODE_RANK",  "SKYPILOT_TASK_ID",         "SKYPILOT_NUM_GPUS_PER_NODE",
+    "SKYPILOT_NUM_NODES", "SKYPILOT_NODE_IPS", "SKYPILOT_NODE_RANK",
+};
+
+tl::unexpected<Error> refuse(std::string message) {
+    return fail(ErrorKind::invalid_spec, "k8s: " + std::move(message));
+}
+
+// Kubernetes expands $(NAME) in env values, command and args, and turns $$ into $.
+std::string escape_expansion(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    for (char c : text) {
+        out += c;
+        if (c == '$') {
+            out += '$';
+        }
+    }
+    return out;
+}
+
+bool is_secret_key(std::string_view key) {
+    return !key.empty() && key.size() <= 253 && std::all_of(key.begin(), key.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+    });
+}
+
+std::string cpu_quantity(double cpus) {
+    const double milli = std::ceil(cpus * 1000.0);
+    if (std::fmod(milli, 1000.0) == 0) {
+        return fmt::format("{}", static_cast<long long>(milli / 1000.0));
+    }
+    return fmt::format("{}m", static_cast<long long>(milli));
+}
+
+std::string memory_quantity(double gib) {
+    if (std::fmod(gib, 1.0) == 0) {
+        return fmt::format("{}Gi", static_cast<long long>(gib));
+    }
+    return fmt::format("{}Mi", static_cast<long long>(std::ceil(gib * 1024.0)));
+}
+
+json labels_of(const TaskSpec& spec, const JobPlan& plan, std::optional<int> rank) {
+    json labels = json::object();
+    for (const auto& [k, v] : spec.resources.labels) {
+        labels[k] = v;
+    }
+    labels[std::string(k_managed_by_key)] = std::string(k_managed_by_value);
+    labels[std::string(k_job_label)] = plan.base_name;
+    labels[std::string(k_id_label)] = std::to_string(plan.tandem_id);
+    labels[std::string(k_token_label)] = plan.submit_token;
+    if (rank) {
+        labels[std::string(k_rank_label)] = std::to_string(*rank);
+    }
+    return labels;
+}
+
+json env_value(const std::string& name, const std::string& value) {
+    return json{{"name", name}, {"value", escape_expansion(value)}};
+}
+
+json env_field(const std::string& name, const std::string& field_path) {
+    return json{{"name", name}, {"valueFrom", {{"fieldRef", {{"fieldPath", field_path}}}}}};
+}
+
+std::string node_hosts(const JobPlan& plan) {
+    std::string hosts;
+    for (int r = 0; r < plan.num_nodes; ++r) {
+        hosts += fmt::format("{}{}-{}.{}", r ? "\n" : "", plan.base_name, r, plan.base_name);
+    }
+    return hosts;
+}
+
+std::string gpu_count_text(const JobPlan& plan) {
+    return std::to_string(plan.gpu ? plan.gpu->count : 0);
+}
+
+// TANDEM_*/SKYPILOT_* first, then the task's envs, then its secrets (by reference).
+json environment(const TaskSpec& spec, const JobPlan& plan, std::optional<int> rank) {
+    json env = json::array();
+    auto both = [&](const char* suffix, const std::string& value) {
+        env.push_back(env_value(fmt::format("TANDEM_{}", suffix), value));
+        env.push_back(env_value(fmt::format("SKYPILOT_{}", suffix), value));
+    };
+    env.push_back(env_value("TANDEM_JOB_ID", std::to_string(plan.tandem_id)));
+    env.push_back(env_value("TANDEM_JOB_NAME", spec.name));
+    env.push_back(env_value("SKYPILOT_TASK_ID", fmt::format("tandem-{}-{}", plan.tandem_id, spec.name)));
+    both("NUM_NODES", std::to_string(plan.num_nodes));
+    both("NUM_GPUS_PER_NODE", gpu_count_text(plan));
+    if (rank) {
+        both("NODE_RANK", std::to_string(*rank));
+    } else if (plan.num_nodes > 1) { // Indexed: the Job controller writes the index into an annotation
+        const auto path = fmt::format("metadata.annotations['{}']", k_completion_index_annotation);
+        env.push_back(env_field("TANDEM_NODE_RANK", path));
+        env.push_back(env_field("SKYPILOT_NODE_RANK", path));
+    } else {
+        both("NODE_RANK", "0");
+    }
+    if (plan.num_nodes > 1) {
+        both("NODE_IPS", node_hosts(plan));
+    } else {
+        env.push_back(env_field("TANDEM_NODE_IPS", "status.podIP"));
+        env.push_back(env_field("SKYPILOT_NODE_IPS", "status.podIP"));
+    }
+    for (const auto& [name, value] : spec.envs) {
+        if (std::find(k_own_names.begin(), k_own_names.end(), name) == k_own_names.end()) {
+            env.push_back(env_value(name, value));
+        }
+    }
+    for (const auto& [name, value] : spec.secrets) {
+        env.push_back(
+            {{"name", name},
+             {"valueFrom", {{"secretKeyRef", {{"name", plan.base_name + "-secrets"}, {"key", name}}}}}});
+    }
+    return env;
+}
+
+json container_resources(const JobPlan& plan, const TaskSpec& spec) {
+    json requests = json::object();
+    json limits = json::object();
+    if (plan.cpus) {
+        requests["cpu"] = cpu_quantity(*plan.cpus);
+    }
+    if (plan.memory_gb) {
+        requests["memory"] = memory_quantity(*plan.memory_gb);
+        const auto& mem = spec.resources.memory_gb;
+        if (mem &&
+            !mem->at_least) { // exactly N: also the ceiling, so overuse is an OOMKilled, not a surprise
+            limits["memory"] = requests["memory"];
+        }
+    }
+    if (plan.gpu) { // extended resources: the limit is the request
+        limits[plan.gpu->resource] = std::to_string(plan.gpu->count);
+    }
+    json out = json::object();
+    if (!requests.empty()) {
+        out["requests"] = requests;
+    }
+    if (!limits.empty()) {
+        out["limits"] = limits;
+    }
+    return out;
+}
+
+json container_ports(const TaskSpec& spec) {
+    json ports = json::array();
+    for (const auto& p : spec.resources.ports) {
+        const auto dash = p.find('-');
+        const int first = std::atoi(p.substr(0, dash).c_str());
+        const int last = dash == std::string::npos ? first : std::atoi(p.substr(dash + 1).c_str());
+        for (int port = first; port > 0 && port <= last && ports.size() < 100; ++port) {
+            ports.push_back({{"containerPort", port}, {"protocol", "TCP"}});
+        }
+    }
+    return ports;
+}
+
+json pod_template(const TaskSpec& spec, const JobPlan& plan, std::optional<int> rank) {
+    json container = {
+        {"name", k_container},
+        {"image", plan.image},
+        {"command", {"/bin/bash", "-c", escape_expansion(k_node_program), "tandem-node"}},
+        {"args", {escape_expansion(spec.setup), escape_expansion(spec.run)}},
+        {"env", environment(spec, plan, rank)},
+    };
+    if (auto res = container_resources(plan, spec); !res.empty()) {
+        container["resources"] = res;
+    }
+    if (auto ports = container_ports(spec); !ports.empty()) {
+        container["ports"] = ports;
+    }
+    json pod_spec = {
+        {"restartPolicy", "Never"},
+        {"enableServiceLinks", false},
+        {"containers", json::array({container})},
+    };
+    if (plan.gpu) {
+        if (!plan.gpu->node_label_key.empty()) {
+            pod_spec["nodeSelector"] = {{plan.gpu->node_label_key, plan.gpu->node_label_value}};
+        }
+        pod_spec["tolerations"] =
+            json::array({{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}, {"effect", "NoSchedule"}}});
+    }
+    if (plan.num_nodes > 1) {
+        pod_spec["subdomain"] = plan.base_name;
+        if (rank) { // Indexed Jobs name their pods' hosts <job>-<index> themselves
+            pod_spec["hostname"] = fmt::format("{}-{}", plan.base_name, *rank);
+        }
+    }
+    return {{"metadata", {{"labels", labels_of(spec, plan, rank)}}}, {"spec", pod_spec}};
+}
+
+// pod_config (a partial Pod) over tandem's template: mappings merge, the first container merges into
+// tandem's, other lists are appended, scalars from pod_config win.
+void merge_into(json& base, const json& over) {
+    for (const auto& [key, value] : over.items()) {
+        auto it = base.find(key);
+        if (it == base.end()) {
+            base[key] = value;
+        } else if (it->is_object() && value.is_object()) {
+            merge_into(*it, value);
+        } else if (key == "containers" && it->is_array() && value.is_array()) {
+            for (std::size_t i = 0; i < value.size(); ++i) {
+                if (i < it->size() && value[i].is_object()) {
+                    merge_into((*it)[i], value[i]);
+                } else {
+                    it->push_back(value[i]);
+                }
+            }
+        } else if (it->is_array() && value.is_array()) {
+            for (const auto& v : value) {
+                it->push_back(v);
+            }
+        } else {
+            *it = value;
+        }
+    }
+}
+
+Status check_pod_config(const json& pod_config) {
+    if (pod_config.is_null()) {
+        return {};
+    }
+    for (const auto& [key, value] : pod_config.items()) {
+        if (key != "metadata" && key != "spec" && key != "apiVersion" && key != "kind") {
+            return refuse(fmt::format("config.kubernetes.pod_config.{}: a Pod has no such field (expected "
+                                      "metadata or spec)",
+                                      key));
+        }
+        if ((key == "metadata" || key == "spec") && !value.is_object()) {
+            return refuse(fmt::format("config.kubernetes.pod_config.{}: must be a mapping", key));
+        }
+    }
+    if (auto spec = pod_config.find("spec"); spec != pod_config.end()) {
+        if (auto c = spec->find("containers"); c != spec->end() && !c->is_array()) {
+            return refuse("config.kubernetes.pod_config.spec.containers: must be a list");
+        }
+    }
+    return {};
+}
+
+json job_manifest(const TaskSpec& spec, const JobPlan& plan, std::optional<int> rank) {
+    json tmpl = pod_template(spec, plan, rank);
+    if (!spec.kubernetes.pod_config.is_null()) {
+        json over = spec.kubernetes.pod_config;
+        over.erase("apiVersion");
+        over.erase("kind");
+        merge_into(tmpl, over);
+    }
+    json job_spec = {{"backoffLimit", plan.backoff_limit}, {"template", tmpl}};
+    if (plan.indexed && plan.num_nodes > 1) {
+        job_spec["completionMode"] = "Indexed";
+        job_spec["completions"] = plan.num_nodes;
+        job_spec["parallelism"] = plan.num_nodes;
+    }
+    if (plan.ttl_seconds_after_finished) {
+        job_spec["ttlSecondsAfterFinished"] = *plan.ttl_seconds_after_finished;
+    }
+    json metadata = {{"name", job_name(plan, rank.value_or(0))},
+                     {"namespace", plan.namespace_name},
+                     {"labels", labels_of(spec, plan, rank)}};
+    if (spec.kubernetes.queue) { // Kueue admits the Job into this LocalQueue
+        metadata["labels"]["kueue.x-k8s.io/queue-name"] = *spec.kubernetes.queue;
+    }
+    return {{"apiVersion", "batch/v1"}, {"kind", "Job"}, {"metadata", metadata}, {"spec", job_spec}};
+}
+
+void emit(YAML::Emitter& out, const json& j) {
+    if (j.is_object()) {
+        out << YAML::BeginMap;
+        for (const auto& [k, v] : j.items()) {
+            out << YAML::Key << k << YAML::Value;
+            emit(out, v);
+        }
+        out << YAML::EndMap;
+    } else if (j.is_array()) {
+        out << YAML::BeginSeq;
+        for (const auto& v : j) {
+            emit(out, v);
+        }
+        out << YAML::EndSeq;
+    } else if (j.is_string()) {
+        const auto& s = j.get_ref<const std::string&>();
+        if (s.find('\n') != std::string::npos) {
+            out << YAML::Literal << s;
+        } else {
+            out << YAML::DoubleQuoted << s;
+        }
+    } else if (j.is_null()) {
+        out << YAML::Null;
+    } else {
+        out << j.dump(); // numbers and booleans print as JSON does
+    }
+}
+
+} // namespace
+
+std::optional<ServerFeatures> parse_server_version(const json& version) {
+    if (!version.is_object()) {
+        return std::nullopt;
+    }
+    auto text = version.value("gitVersion", std::string());
+    int major = 0;
+    int minor = 0;
+    if (std::sscanf(text.c_str(), "v%d.%d", &major, &minor) != 2) {
+        const auto maj = version.value("major", std::string());
+        const auto min = version.value("minor", std::string()); // "27+" on some managed clusters
+        if (std::sscanf(maj.c_str(), "%d", &major) != 1 || std::sscanf(min.c_str(), "%d", &minor) != 1) {
+            return std::nullopt;
+        }
+    }
+    return ServerFeatures{major, minor};
+}
+
+std::optional<GpuRequest> choose_gpu_request(const Accelerator& want, const Pool& pool,
+                                             const std::string& node_label_key,
+                                             const std::string& node_label_value) {
+    GpuRequest r{"nvidia.com/gpu", 0, node_label_key, node_label_value};
+    if (!want.fractional()) {
+        r.count = static_cast<int>(std::ceil(want.count));
+        return r;
+    }
+    // MIG profiles are "<slices>g.<memory>": <slices> of the GPU's 7 compute slices.
+    std::optional<std::pair<int, std::string>> best;
+    for (const auto& profile : pool.mig_profiles) {
+        int slices = 0;
+        if (std::sscanf(profile.c_str(), "%dg", &slices) != 1 || slices <= 0) {
+            continue;
+        }
+        if (slices / 7.0 + 1e-9 >= want.count && (!best || slices < best->first)) {
+            best = std::make_pair(slices, profile);
+        }
+    }
+    if (best) {
+        r.resource = "nvidia.com/mig-" + best->second;
+        r.count = 1;
+        return r;
+    }
+    if (pool.time_sliced) {
+        r.resource = "nvidia.com/gpu.shared";
+        r.count = 1;
+        return r;
+    }
+    return std::nullopt;
+}
+
+std::string job_base_name(const std::string& spec_name, std::int64_t tandem_id, const std::string& token) {
+    std::string name;
+    for (char c : spec_name) {
+        const auto u = static_cast<unsigned char>(c);
+        if (std::isalnum(u)) {
+            name += static_cast<char>(std::tolower(u));
+        } else if (!name.empty() && name.back() != '-') {
+            name += '-';
+        }
+    }
+    if (name.empty() || !std::isalpha(static_cast<unsigned char>(name.front()))) {
+        name = "t-" + name;
+    }
+    const std::string suffix = fmt::format("-{}-{}", tandem_id, token);
+    // Pods add "-<index>-xxxxx" (Indexed) or "-xxxxx"; hosts add "-<rank>": 40 characters leave room.
+    const std::size_t keep = suffix.size() >= 40 ? 1 : 40 - suffix.size();
+    name.resize(std::min(name.size(), keep));
+    while (!name.empty() && name.back() == '-') {
+        name.pop_back();
+    }
+    return name + suffix;
+}
+
+std::string job_name(const JobPlan& plan, int rank) {
+    return plan.num_nodes > 1 && !plan.indexed ? fmt::format("{}-r{}", plan.base_name, rank) : plan.base_name;
+}
+
+std::string job_selector(const std::string& base_name) {
+    return fmt::format("{}={}", k_job_label, base_name);
+}
+
+std::string managed_selector() {
+    return fmt::format("{}={}", k_managed_by_key, k_managed_by_value);
+}
+
+Result<Manifests> render_manifests(const TaskSpec& spec, const JobPlan& plan, bool mask_secrets) {
+    if (auto ok = check_pod_config(spec.kubernetes.pod_config); !ok) {
+        return tl::unexpected(ok.error());
+    }
+    for (const auto& [name, value] : spec.envs) {
+        if (name.find('=') != std::string::npos || name.find('\0') != std::string::npos ||
+            value.find('\0') != std::string::npos) {
+            return refuse(fmt::format("envs.{}: a name with '=' or a NUL byte cannot be passed", name));
+        }
+    }
+    Manifests m;
+    if (!spec.secrets.empty()) {
+        json data = json::object();
+        for (const auto& [name, value] : spec.secrets) {
+            if (!is_secret_key(name)) {
+                return refuse(
+                    fmt::format("secrets.{}: not a valid Secret key (letters, digits, '-', '_', '.')", name));
+            }
+            data[name] = mask_secrets ? std::string("<redacted>") : value;
+        }
+        m.secret = json{{"apiVersion", "v1"},
+                        {"kind", "Secret"},
+                        {"metadata",
+                         {{"name", plan.base_name + "-secrets"},
+                          {"namespace", plan.namespace_name},
+                          {"labels", labels_of(spec, plan, std::nullopt)}}},
+                        {"type", "Opaque"},
+                        {"stringData", data}};
+    }
+    if (plan.num_nodes > 1 && !plan.indexed) {
+        for (int r = 0; r < plan.num_nodes; ++r) {
+            m.jobs.push_back(job_manifest(spec, plan, r));
+        }
+    } else {
+        m.jobs.push_back(job_manifest(spec, plan, std::nullopt));
+    }
+    if (plan.num_nodes > 1) {
+        m.service = json{{"apiVersion", "v1"},
+                         {"kind", "Service"},
+                         {"metadata",
+                          {{"name", plan.base_name},
+                           {"namespace", plan.namespace_name},
+                           {"labels", labels_of(spec, plan, std::nullopt)}}},
+                         {"spec",
+                          {{"clusterIP", "None"},
+                           {"publishNotReadyAddresses", true},
+                           {"selector", {{std::string(k_job_label), plan.base_name}}}}}};
+    }
+    return m;
+}
+
+std::string to_yaml(const Manifests& manifests) {
+    std::vector<const json*> docs;
+    if (manifests.secret) {
+        docs.push_back(&*manifests.secret);
+    }
+    for (const auto& j : manifests.jobs) {
+        docs.push_back(&j);
+    }
+    if (manifests.service) {
+        docs.push_back(&*manifests.service);
+    }
+    std::string out;
+    for (const auto* doc : docs) {
+        YAML::Emitter e;
+        emit(e, *doc);
+        out += "---\n";
+        out += e.c_str();
+        out += '\n';
+    }
+    return out;
+}
+
+} // namespace tandem::k8s

@@ -1,0 +1,89 @@
+#pragma once
+// The native artifacts of a Kubernetes job: a batch/v1 Job (one per task; an Indexed Job for num_nodes > 1
+// where the server has them, else one single-pod Job per rank), a headless Service for stable pod host
+// names when num_nodes > 1, and a Secret holding the task's `secrets:` (the Job only references it, so no
+// secret value is ever part of the Job spec). Pure: `tandem plan` prints exactly what submit creates.
+//
+// The container runs `/bin/bash -c <node program> tandem-node SETUP RUN`: setup, then run only if setup
+// exited 0, with the same TANDEM_*/SKYPILOT_* variables as on Slurm. Kubernetes expands `$(NAME)` in env
+// values, command and args, so every `$` of user text is written as `$$` (which it turns back into `$`).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "core/inventory.hpp"
+#include "core/planner.hpp"
+#include "core/spec.hpp"
+
+namespace tandem::k8s {
+
+// What the API server offers, from GET /version.
+struct ServerFeatures {
+    int major = 1;
+    int minor = 20;
+    bool indexed_jobs() const { return major > 1 || minor >= 22; }       // on by default from 1.22
+    bool ttl_after_finished() const { return major > 1 || minor >= 21; } // beta, on by default from 1.21
+};
+// "v1.20.2", "v1.27.3-gke.100" -> {1, 20}; nullopt when unreadable.
+std::optional<ServerFeatures> parse_server_version(const nlohmann::json& version);
+
+// Where the GPUs come from: the resource name a container requests and the node label it selects.
+struct GpuRequest {
+    std::string resource;         // "nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "nvidia.com/gpu.shared"
+    int count = 0;                // per pod
+    std::string node_label_key;   // "nvidia.com/gpu.product"; empty: no nodeSelector
+    std::string node_label_value; // "NVIDIA-H100-80GB-HBM3"
+};
+// The GPU request for `want` on `pool`: whole GPUs as nvidia.com/gpu; a fraction as the smallest MIG slice
+// that holds it (a `Ng.*` profile is N sevenths of the GPU) or one time-sliced share. nullopt: no fit.
+std::optional<GpuRequest> choose_gpu_request(const Accelerator& want, const Pool& pool,
+                                             const std::string& node_label_key,
+                                             const std::string& node_label_value);
+
+struct JobPlan {
+    std::int64_t tandem_id = 0;
+    std::string base_name;    // DNS-1123 label; the Job name (or the per-rank Jobs' prefix) and Service name
+    std::string submit_token; // random; a label, so a retried create is recognised as ours
+    std::string namespace_name;
+    std::string image;
+    int num_nodes = 1;
+    bool indexed = false; // one Indexed Job; false with num_nodes > 1: one Job per rank
+    int backoff_limit = 0;
+    std::optional<int> ttl_seconds_after_finished;
+    std::optional<GpuRequest> gpu;
+    std::optional<double> cpus;      // request
+    std::optional<double> memory_gb; // request (and limit)
+};
+
+struct Manifests {
+    std::optional<nlohmann::json> secret;  // created first
+    std::vector<nlohmann::json> jobs;      // one, or one per rank
+    std::optional<nlohmann::json> service; // headless, for num_nodes > 1
+};
+
+// "train-42-x7k2p": the spec name made a DNS-1123 label (lower case, [a-z0-9-], starts with a letter),
+// cut so pod names and host names built from it stay within 63 characters.
+std::string job_base_name(const std::string& spec_name, std::int64_t tandem_id, const std::string& token);
+
+// The manifests of `plan`. With mask_secrets the Secret's values are "<redacted>" (for `plan` output).
+// Refuses (invalid_spec) what the API would refuse later: a secret name that is no valid Secret key, an
+// env name with '=' or a NUL, a pod_config that is not a mapping of the right shapes.
+Result<Manifests> render_manifests(const TaskSpec& spec, const JobPlan& plan, bool mask_secrets);
+
+// The manifests as one multi-document YAML text, in creation order, for `tandem plan`.
+std::string to_yaml(const Manifests& manifests);
+
+// A Job's name for rank `rank` of `plan` (the base name itself for a single or Indexed Job).
+std::string job_name(const JobPlan& plan, int rank);
+
+// The label selector that lists every object of one tandem job ("tandem.dev/job=<base>").
+std::string job_selector(const std::string& base_name);
+// The label selector that lists every tandem object of a namespace.
+std::string managed_selector();
+
+} // namespace tandem::k8s
