@@ -1,5 +1,6 @@
 #include "backends/k8s/watch_events.hpp"
 
+#include <algorithm>
 #include <array>
 
 #include <fmt/format.h>
@@ -87,6 +88,38 @@ Result<WatchEvent> parse_watch_line(std::string_view line) {
     return fail(kind_of_status(code),
                 fmt::format("Kubernetes watch: the API server ended the watch with {} {}: {}", code,
                             reason.empty() ? "Error" : reason, message.empty() ? "(no message)" : message));
+}
+
+void apply_watch_event(nlohmann::json& list, const WatchEvent& event) {
+    if (event.type == "ERROR" || !list.is_object()) {
+        return;
+    }
+    if (const auto rv = fields::str_at(event.object, "metadata", "resourceVersion"); !rv.empty()) {
+        list["metadata"]["resourceVersion"] = rv;
+    }
+    if (event.type == "BOOKMARK") {
+        return;
+    }
+    auto& items = list["items"];
+    if (!items.is_array()) {
+        items = nlohmann::json::array();
+    }
+    const auto uid = fields::str_at(event.object, "metadata", "uid");
+    const auto name = fields::str_at(event.object, "metadata", "name");
+    auto same = [&](const nlohmann::json& item) {
+        return uid.empty() ? fields::str_at(item, "metadata", "name") == name
+                           : fields::str_at(item, "metadata", "uid") == uid;
+    };
+    auto it = std::find_if(items.begin(), items.end(), same);
+    if (event.type == "DELETED") {
+        if (it != items.end()) {
+            items.erase(it);
+        }
+    } else if (it != items.end()) {
+        *it = event.object;
+    } else {
+        items.push_back(event.object);
+    }
 }
 
 } // namespace tandem::k8s

@@ -23,4 +23,11 @@ struct WatchEvent {
 // A malformed line is an ErrorKind::remote error quoting a prefix of the line.
 Result<WatchEvent> parse_watch_line(std::string_view line);
 
+// Keeps a List (as a list call returned it) in step with a watch: ADDED and MODIFIED replace the item with
+// the same metadata.uid (name when there is no uid) or append it; DELETED removes it. Every event but
+// ERROR moves the list's metadata.resourceVersion to the object's: the next watch resumes from there.
+// An ERROR changes nothing (when `gone`, list again). Pointers into the list's items (JobView) are
+// invalid afterwards: group again.
+void apply_watch_event(nlohmann::json& list, const WatchEvent& event);
+
 } // namespace tandem::k8s
