@@ -123,7 +123,7 @@ TEST_CASE("exec plugin: KUBERNETES_EXEC_INFO, args, env and stdin as the protoco
                                          R"("kind":"ExecCredential","status":{"token":"t0k3n"}}')"),
                                   0755);
     auto p = plugin_at(plugin, k_v1);
-    p.interactive_mode = "Never";
+    p.interactive_mode = "IfAvailable"; // treated as Never: interactive false, stdin /dev/null
     p.args = {"get-token", "--cluster name", ""};
     p.env = {{"PLUGIN_MODE", "fixture"}};
 
@@ -277,4 +277,30 @@ TEST_CASE("parse_exec_credential: status rules and timestamps", "[exec]") {
           "time");
     CHECK(message(R"({"token":7})") ==
           "k8s/x: exec plugin 'p' returned an ExecCredential whose status.token is not a string");
+}
+
+TEST_CASE("exec plugin: a relative command from a kubeconfig runs from the kubeconfig's folder", "[exec]") {
+    TempDir tmp;
+    tmp.write("kube/bin/plugin",
+              script(R"(echo '{"apiVersion":"client.authentication.k8s.io/v1beta1",)"
+                     R"("kind":"ExecCredential","status":{"token":"fixture-relative"}}')"),
+              0755);
+    const std::string path = tmp.write("kube/config", R"(clusters: [{name: c, cluster: {server: "https://c"}}]
+users:
+- name: u
+  user:
+    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: ./bin/plugin}
+contexts: [{name: rel, context: {cluster: c, user: u}}]
+)");
+    auto config = load_kubeconfig(env_of({{"KUBECONFIG", path}}));
+    REQUIRE(config);
+    const KubeContext* ctx = config->find("rel");
+    REQUIRE(ctx != nullptr);
+    REQUIRE(ctx->error.empty());
+    REQUIRE(ctx->exec);
+    CHECK(ctx->exec->command == tmp.path() + "/kube/bin/plugin");
+    auto result = run_exec_plugin(*ctx->exec, *ctx);
+    INFO((result ? std::string() : result.error().message));
+    REQUIRE(result);
+    CHECK(result->token == "fixture-relative");
 }

@@ -200,4 +200,12 @@ contexts: [{name: x, context: {cluster: c}}]
     CHECK(config->contexts[0].server == "https://10.1.2.3:6443");
     CHECK(config->contexts[0].user_name.empty()); // anonymous is allowed
     CHECK(config->contexts[0].error.empty());
+
+    // A path after the host (Rancher's proxy) is kept; only trailing slashes go.
+    auto rancher = parse_kubeconfigs({{"/k/config", R"(
+clusters: [{name: c, cluster: {server: "https://rancher.example/k8s/clusters/c-abc//"}}]
+contexts: [{name: x, context: {cluster: c}}]
+)"}});
+    REQUIRE(rancher);
+    CHECK(rancher->contexts[0].server == "https://rancher.example/k8s/clusters/c-abc");
 }
