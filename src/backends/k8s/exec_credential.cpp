@@ -236,7 +236,7 @@ Result<ExecResult> run_exec_plugin(const ExecPlugin& plugin, const KubeContext& 
     case End::exited:
         if (outcome.code != 0) {
             return fail(ErrorKind::unauthorized, fmt::format("{} exited with code {}", who, outcome.code),
-                        "its own message is printed above");
+                        "the plugin's own messages, if any, are above on stderr");
         }
         break;
     }
