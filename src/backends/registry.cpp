@@ -2,11 +2,14 @@
 
 #include <fmt/format.h>
 
+#include "backends/k8s/k8s_factory.hpp"
 #include "backends/local/local_backend.hpp"
 #include "backends/slurm/slurm_config.hpp"
 #include "backends/slurm/slurm_rest_backend.hpp"
+#include "backends/slurm/slurm_ssh_backend.hpp"
 #include "core/quantity.hpp"
 #include "net/http_client.hpp"
+#include "net/ssh_host.hpp"
 
 namespace tandem::backends {
 
@@ -44,27 +47,47 @@ Result<std::unique_ptr<Backend>> make_local(const ClusterConfig& c, const Backen
     return std::make_unique<local::LocalBackend>(c.name, context.state_dir, settings);
 }
 
+// rest: only -> slurmrestd; ssh: only -> the Slurm CLI over SSH; both -> slurmrestd for control, with the
+// SSH connection for workdir upload and logs.
 Result<std::unique_ptr<Backend>> make_slurm(const ClusterConfig& c, const BackendContext& context) {
     auto settings = slurm::parse_slurm_settings(c, context.getenv);
     if (!settings) {
         return tl::unexpected(settings.error());
     }
+    std::unique_ptr<net::RemoteHost> host;
+    if (settings->ssh) {
+        const auto& s = *settings->ssh;
+        net::SshTarget target{s.host,          s.port.value_or(0), s.user,
+                              s.identity_file, s.known_hosts,      s.proxy_jump};
+        net::SshOptions options;
+        options.home = context.getenv("HOME").value_or("");
+        options.connect_timeout = settings->timeout;
+        options.io_timeout = 2 * settings->timeout;
+        auto connected = net::connect_ssh(target, options); // lazy: nothing is sent until the first call
+        if (!connected) {
+            Error e = connected.error();
+            e.message = fmt::format("{}cluster '{}': {}", config_where(c), c.name, e.message);
+            return tl::unexpected(e);
+        }
+        host = std::move(*connected);
+    }
     if (!settings->rest) {
-        return fail(ErrorKind::config,
-                    fmt::format("{}cluster '{}': needs rest: settings", config_where(c), c.name));
+        return std::make_unique<slurm::SlurmSshBackend>(c.name, std::move(*settings), context.state_dir,
+                                                        std::move(host));
     }
     net::TlsSettings tls;
     tls.ca_file = settings->rest->ca_file;
     auto http = std::make_unique<net::CurlHttpClient>(tls);
-    return std::make_unique<slurm::SlurmRestBackend>(c.name, std::move(*settings), context.state_dir,
-                                                     std::move(http));
+    auto rest = std::make_unique<slurm::SlurmRestBackend>(c.name, std::move(*settings), context.state_dir,
+                                                          std::move(http));
+    if (host) {
+        rest->attach_files(std::move(host));
+    }
+    return rest;
 }
 
-Result<std::unique_ptr<Backend>> not_yet(const ClusterConfig& c, const BackendContext&) {
-    return fail(ErrorKind::config,
-                fmt::format("{}cluster '{}': type {} is not supported by this version of tandem yet",
-                            config_where(c), c.name, to_string(c.kind)),
-                "remove the cluster from config.yaml, or use a tandem build with that backend");
+Result<std::unique_ptr<Backend>> make_k8s(const ClusterConfig& c, const BackendContext& context) {
+    return k8s::make_k8s_backend(c, context.state_dir, context.getenv);
 }
 
 } // namespace
@@ -72,8 +95,8 @@ Result<std::unique_ptr<Backend>> not_yet(const ClusterConfig& c, const BackendCo
 const std::vector<BackendEntry>& backend_table() {
     static const std::vector<BackendEntry> table{
         {BackendKind::local, "this machine, detached process groups", make_local},
-        {BackendKind::slurm, "Slurm over slurmrestd (JWT); SSH comes next", make_slurm},
-        {BackendKind::kubernetes, "Kubernetes batch/v1 Jobs (not yet available)", not_yet},
+        {BackendKind::slurm, "Slurm over slurmrestd (JWT) or over SSH (sbatch, squeue, sacct)", make_slurm},
+        {BackendKind::kubernetes, "Kubernetes batch/v1 Jobs over the API server (kubeconfig contexts)", make_k8s},
     };
     return table;
 }

@@ -219,7 +219,9 @@ Result<std::string> render_sbatch_script(const TaskSpec& spec, const SubmitPlan&
     }
     // Not --kill-on-bad-exit=1: the nodes it kills exit 143, which would hide the failing node's own code
     // (checked on Slurm 22.05: two nodes exiting 3 gave the job 143).
-    s += " --kill-on-bad-exit=0 \\\n"
+    // --label starts every line of a node's output with its rank ("0: "), so one output file holds every
+    // node's lines and `logs --node K` can pick one node's out of it.
+    s += " --kill-on-bad-exit=0 --label \\\n"
          "    /bin/bash -c \"$tandem_node\" tandem-node \"$tandem_setup\" \"$tandem_run\"\n";
     s += "exit $?\n";
     return s;

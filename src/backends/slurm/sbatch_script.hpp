@@ -7,8 +7,9 @@
 // environment), then runs `srun` with one task per node. Each node gets TANDEM_NODE_RANK (= SLURM_NODEID,
 // the node's index in the job's node list, so rank 0 is the first of TANDEM_NODE_IPS), runs setup, then
 // run only if setup exited 0, and exits with run's code (or setup's); srun waits for every node
-// (--kill-on-bad-exit=0) and the job exits with the highest node's code. The user's setup and run are
-// embedded verbatim: a quoted here-document with a delimiter that does not occur in the text, or a
+// (--kill-on-bad-exit=0) and the job exits with the highest node's code. srun --label prefixes each
+// output line with the node's rank (see rank_output.hpp for how `logs` reads that back). The user's setup and
+// run are embedded verbatim: a quoted here-document with a delimiter that does not occur in the text, or a
 // single-quoted string when the text holds a CR (sbatch refuses scripts with CR LF).
 
 #include <cstddef>

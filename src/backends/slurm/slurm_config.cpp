@@ -64,30 +64,7 @@ Result<std::string> read_token(const ClusterConfig& c, const nlohmann::json& res
     return token;
 }
 
-} // namespace
-
-Result<SlurmSettings> parse_slurm_settings(const ClusterConfig& c, const GetEnv& getenv) {
-    static const std::set<std::string> known{"rest", "home", "timeout_seconds"};
-    SlurmSettings settings;
-    for (const auto& [key, value] : c.settings.items()) {
-        if (known.count(key) == 0U) {
-            return tl::unexpected(
-                bad(c, key, "unknown setting for a slurm cluster (known: rest, home, timeout_seconds)"));
-        }
-    }
-    if (auto it = c.settings.find("timeout_seconds"); it != c.settings.end()) {
-        auto n = it->is_string() ? parse_positive_int(it->get<std::string>())
-                                 : tl::unexpected(std::string("not a number"));
-        if (!n) {
-            return tl::unexpected(bad(c, "timeout_seconds", n.error()));
-        }
-        settings.timeout = std::chrono::seconds(*n);
-    }
-    auto rest_it = c.settings.find("rest");
-    if (rest_it == c.settings.end() || !rest_it->is_object()) {
-        return tl::unexpected(bad(c, "rest", "is required (url, user, and token, token_env or token_file)"));
-    }
-    const auto& rest = *rest_it;
+Result<RestSettings> parse_rest(const ClusterConfig& c, const nlohmann::json& rest, const GetEnv& getenv) {
     static const std::set<std::string> rest_keys{"url",        "user",        "token",  "token_env",
                                                  "token_file", "api_version", "ca_file"};
     for (const auto& [key, value] : rest.items()) {
@@ -125,11 +102,122 @@ Result<SlurmSettings> parse_slurm_settings(const ClusterConfig& c, const GetEnv&
                 fmt::format("'{}' is not one of auto, v0.0.38, v0.0.40, v0.0.41", r.api_version)));
     }
     r.ca_file = string_or_empty(rest, "ca_file");
-    settings.home = string_or_empty(c.settings, "home");
-    if (settings.home.empty()) {
-        settings.home = "/home/" + r.user;
+    return r;
+}
+
+Result<SshSettings> parse_ssh(const ClusterConfig& c, const nlohmann::json& ssh) {
+    static const std::set<std::string> ssh_keys{"host",          "port",        "user",
+                                                "identity_file", "known_hosts", "proxy_jump"};
+    for (const auto& [key, value] : ssh.items()) {
+        if (ssh_keys.count(key) == 0U) {
+            return tl::unexpected(bad(c, "ssh." + key,
+                                      "unknown setting (known: host, port, user, identity_file, "
+                                      "known_hosts, proxy_jump)"));
+        }
+        if (!value.is_string()) {
+            return tl::unexpected(bad(c, "ssh." + key, "must be a single value"));
+        }
     }
-    settings.rest = std::move(r);
+    SshSettings s;
+    s.host = string_or_empty(ssh, "host");
+    if (s.host.empty()) {
+        return tl::unexpected(
+            bad(c, "ssh.host", "is required (a host name, an address, or a Host alias of ~/.ssh/config)"));
+    }
+    if (s.host.find_first_of(" \t\n\r'\"") != std::string::npos || s.host.front() == '-') {
+        return tl::unexpected(bad(c, "ssh.host", fmt::format("'{}' is not a host name", s.host)));
+    }
+    if (auto port = string_or_empty(ssh, "port"); !port.empty()) {
+        auto n = parse_positive_int(port);
+        if (!n || *n > 65535) {
+            return tl::unexpected(bad(c, "ssh.port", fmt::format("'{}' is not a port (1-65535)", port)));
+        }
+        s.port = *n;
+    }
+    s.user = string_or_empty(ssh, "user");
+    s.identity_file = string_or_empty(ssh, "identity_file");
+    s.known_hosts = string_or_empty(ssh, "known_hosts");
+    s.proxy_jump = string_or_empty(ssh, "proxy_jump");
+    return s;
+}
+
+} // namespace
+
+Result<SlurmSettings> parse_slurm_settings(const ClusterConfig& c, const GetEnv& getenv) {
+    static const std::set<std::string> known{"rest", "ssh", "home", "timeout_seconds", "workdir_limit_mb"};
+    SlurmSettings settings;
+    for (const auto& [key, value] : c.settings.items()) {
+        if (known.count(key) == 0U) {
+            return tl::unexpected(bad(c, key,
+                                      "unknown setting for a slurm cluster (known: rest, ssh, home, "
+                                      "timeout_seconds, workdir_limit_mb)"));
+        }
+    }
+    auto positive = [&](const char* key) -> Result<std::optional<int>> {
+        auto it = c.settings.find(key);
+        if (it == c.settings.end()) {
+            return std::optional<int>{};
+        }
+        auto n = it->is_string() ? parse_positive_int(it->get<std::string>())
+                                 : tl::unexpected(std::string("not a number"));
+        if (!n) {
+            return tl::unexpected(bad(c, key, n.error()));
+        }
+        return std::optional<int>{*n};
+    };
+    auto timeout = positive("timeout_seconds");
+    if (!timeout) {
+        return tl::unexpected(timeout.error());
+    }
+    if (*timeout) {
+        settings.timeout = std::chrono::seconds(**timeout);
+    }
+    auto limit = positive("workdir_limit_mb");
+    if (!limit) {
+        return tl::unexpected(limit.error());
+    }
+    if (*limit) {
+        settings.workdir_limit_bytes = static_cast<std::uint64_t>(**limit) * 1024 * 1024;
+    }
+    auto rest_it = c.settings.find("rest");
+    auto ssh_it = c.settings.find("ssh");
+    if (rest_it == c.settings.end() && ssh_it == c.settings.end()) {
+        return tl::unexpected(
+            bad(c, "rest", "a slurm cluster needs rest: (slurmrestd), ssh: (a login node), or both"));
+    }
+    if (rest_it != c.settings.end()) {
+        if (!rest_it->is_object()) {
+            return tl::unexpected(
+                bad(c, "rest", "must be a mapping (url, user, and token, token_env or token_file)"));
+        }
+        auto rest = parse_rest(c, *rest_it, getenv);
+        if (!rest) {
+            return tl::unexpected(rest.error());
+        }
+        settings.rest = std::move(*rest);
+    }
+    if (ssh_it != c.settings.end()) {
+        if (!ssh_it->is_object()) {
+            return tl::unexpected(bad(c, "ssh", "must be a mapping (host, port, user, identity_file, ...)"));
+        }
+        auto ssh = parse_ssh(c, *ssh_it);
+        if (!ssh) {
+            return tl::unexpected(ssh.error());
+        }
+        settings.ssh = std::move(*ssh);
+    }
+    settings.home = string_or_empty(c.settings, "home");
+    while (settings.home.size() > 1 && settings.home.back() == '/') {
+        settings.home.pop_back();
+    }
+    if (settings.home.empty()) {
+        // The REST user, else the SSH user; with neither (a ~/.ssh/config alias), the SSH backend asks
+        // the login node for $HOME.
+        const std::string user = settings.rest ? settings.rest->user : settings.ssh->user;
+        settings.home = user.empty() ? std::string() : "/home/" + user;
+    } else if (settings.home.front() != '/') {
+        return tl::unexpected(bad(c, "home", "must be an absolute path on the cluster"));
+    }
     return settings;
 }
 

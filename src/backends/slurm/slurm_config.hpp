@@ -4,12 +4,17 @@
 //   - name: lab
 //     type: slurm
 //     rest: {url: http://127.0.0.1:6820, user: slurmtest, token_env: SLURM_JWT, api_version: auto}
+//     ssh: {host: login.lab, port: "22", user: slurmtest, identity_file: ~/.ssh/id_ed25519,
+//           known_hosts: ~/.ssh/known_hosts, proxy_jump: bastion}
 //     home: /home/slurmtest          # where jobs run and write output when the task has no workdir
+//     workdir_limit_mb: "100"        # largest workdir uploaded over SSH
 //
-// The token comes from exactly one of token, token_env, token_file. It is resolved when the backend is
-// made and kept in memory only.
+// A cluster has rest:, ssh:, or both (control over REST; workdir upload and logs over SSH). The token
+// comes from exactly one of token, token_env, token_file. It is resolved when the backend is made and
+// kept in memory only. `ssh.host` may be a Host alias of ~/.ssh/config, which the SSH transport reads.
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -26,10 +31,22 @@ struct RestSettings {
     std::string ca_file;     // for https with a private CA
 };
 
+// What `ssh:` says; empty fields are left to ~/.ssh/config and the transport's defaults.
+struct SshSettings {
+    std::string host; // a host name, an address, or a Host alias of ~/.ssh/config
+    std::optional<int> port;
+    std::string user;
+    std::string identity_file;
+    std::string known_hosts;
+    std::string proxy_jump;
+};
+
 struct SlurmSettings {
     std::optional<RestSettings> rest;
+    std::optional<SshSettings> ssh;
     std::string home; // the user's home on the cluster: default working directory and output folder
     std::chrono::milliseconds timeout{15'000};
+    std::uint64_t workdir_limit_bytes = std::uint64_t{100} * 1024 * 1024;
 };
 
 Result<SlurmSettings> parse_slurm_settings(const ClusterConfig& cluster, const GetEnv& getenv);

@@ -14,11 +14,14 @@
 #include <fmt/format.h>
 
 #include "backends/file_log.hpp"
+#include "backends/slurm/rank_output.hpp"
+#include "backends/slurm/remote_log.hpp"
 #include "backends/slurm/rest_json.hpp"
 #include "backends/slurm/rest_v0038.hpp"
 #include "backends/slurm/rest_v0040.hpp"
 #include "backends/slurm/sbatch_script.hpp"
 #include "backends/slurm/slurm_inventory.hpp"
+#include "backends/slurm/workdir_upload.hpp"
 #include "core/quantity.hpp"
 
 namespace tandem::slurm {
@@ -405,8 +408,15 @@ std::optional<std::string> SlurmRestBackend::find_by_token(const std::string& to
     return std::nullopt;
 }
 
-Result<std::string> SlurmRestBackend::submit(const TaskSpec& spec, const Placement& placement,
+Result<std::string> SlurmRestBackend::submit(const TaskSpec& given, const Placement& placement,
                                              std::int64_t job_id) {
+    // With ssh: the workdir is copied to the cluster first and the job runs in the copy.
+    auto uploaded = with_uploaded_workdir(m_files.get(), given, m_settings.home,
+                                          m_settings.workdir_limit_bytes, m_cluster);
+    if (!uploaded) {
+        return tl::unexpected(uploaded.error());
+    }
+    const TaskSpec& spec = *uploaded;
     auto prepared = prepare_submit(spec, placement, job_id, false);
     if (!prepared) {
         return tl::unexpected(prepared.error());
@@ -531,6 +541,15 @@ Status SlurmRestBackend::cancel(const JobRecord& job) {
 
 Status SlurmRestBackend::logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) {
     const std::string file = output_path(job);
+    // Following asks slurmrestd whether the job ended at most every half second.
+    auto ended = [&] {
+        auto updates = refresh({job});
+        return updates && is_terminal(updates->front().state);
+    };
+    if (m_files) { // ssh: read the file over SFTP
+        return stream_remote_log(*m_files, RemoteLogTarget{m_cluster, job.id, file, job.num_nodes}, options,
+                                 sink, [&]() -> Result<bool> { return ended(); });
+    }
     std::error_code ec;
     const bool visible = std::filesystem::exists(std::filesystem::path(file).parent_path(), ec);
     if (!visible) {
@@ -541,14 +560,15 @@ Status SlurmRestBackend::logs(const JobRecord& job, const LogOptions& options, c
                         m_cluster, job.id, file),
             "run tandem on a login node with the shared filesystem, or give the cluster ssh: settings");
     }
-    // Following asks slurmrestd whether the job ended at most every half second.
-    return backends::stream_file(
-        file, options, sink,
-        [&] {
-            auto updates = refresh({job});
-            return updates && is_terminal(updates->front().state);
-        },
+    // Every node's lines are in the one file, labelled with the rank (srun --label).
+    RankOutput shown(job.num_nodes, options.node);
+    auto status = backends::stream_file(
+        file, options, [&](std::string_view chunk) { return sink(shown.feed(chunk)); }, ended,
         std::chrono::milliseconds(500));
+    if (status) {
+        sink(shown.finish());
+    }
+    return status;
 }
 
 } // namespace tandem::slurm

@@ -15,6 +15,7 @@
 #include "backends/slurm/slurm_model.hpp"
 #include "core/backend.hpp"
 #include "net/http_client.hpp"
+#include "net/remote_host.hpp"
 
 namespace tandem::slurm {
 
@@ -34,6 +35,10 @@ public:
     Result<std::vector<JobUpdate>> refresh(const std::vector<JobRecord>& jobs) override;
     Status cancel(const JobRecord& job) override;
     Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
+
+    // With ssh: settings too: the workdir is uploaded through this host before a submit, and logs are
+    // read through it (SFTP) instead of from a shared filesystem.
+    void attach_files(std::unique_ptr<net::RemoteHost> host) { m_files = std::move(host); }
 
     // Where a job's output lands (Slurm returns the pattern unexpanded, so tandem keeps the path itself).
     std::string output_path(const JobRecord& job) const;
@@ -67,6 +72,7 @@ private:
     std::unique_ptr<net::HttpClient> m_http;
     std::optional<ApiChoice> m_api;
     std::optional<ClusterInventory> m_inventory; // from this invocation, for submit's partition facts
+    std::unique_ptr<net::RemoteHost> m_files;    // ssh: workdir upload and logs; may be null
 };
 
 } // namespace tandem::slurm

@@ -248,7 +248,7 @@ TEST_CASE("srun asks for one task per node, and repeats --cpus-per-task (22.05 d
     const auto with_cpus = render(spec_with("", "x"), full_plan());
     CHECK(
         with_cpus.find("srun --export=ALL --nodes=\"$SLURM_JOB_NUM_NODES\" --ntasks=\"$SLURM_JOB_NUM_NODES\" "
-                       "--ntasks-per-node=1 --cpus-per-task=16 --kill-on-bad-exit=0") != std::string::npos);
+                       "--ntasks-per-node=1 --cpus-per-task=16 --kill-on-bad-exit=0 --label") != std::string::npos);
     const auto without = render(spec_with("", "x"), minimal_plan());
     CHECK(without.find("--cpus-per-task") == std::string::npos);
 }

@@ -264,7 +264,7 @@ TEST_CASE("rendered script, run under fake srun on 2 nodes: env, texts and ranks
             }
             const std::string options = read(box.out / "srun_options");
             CHECK(options == "--export=ALL\n--nodes=2\n--ntasks=2\n--ntasks-per-node=1\n--cpus-per-task=16\n"
-                             "--kill-on-bad-exit=0\n");
+                             "--kill-on-bad-exit=0\n--label\n");
         }
     }
 }

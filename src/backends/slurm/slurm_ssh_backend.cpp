@@ -1,0 +1,438 @@
+#include "backends/slurm/slurm_ssh_backend.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "backends/slurm/remote_log.hpp"
+#include "backends/slurm/sbatch_script.hpp"
+#include "backends/slurm/slurm_cli.hpp"
+#include "backends/slurm/slurm_inventory.hpp"
+#include "backends/slurm/submit_plan.hpp"
+#include "backends/slurm/workdir_upload.hpp"
+
+namespace tandem::slurm {
+
+namespace {
+
+std::int64_t now_seconds() {
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+// The first line of what a command printed on stderr, for an error message.
+std::string first_line(const std::string& text) {
+    std::string line = text.substr(0, text.find('\n'));
+    return line.empty() ? std::string("(nothing on stderr)") : line.substr(0, 300);
+}
+
+bool is_job_id(const std::string& id) {
+    return !id.empty() && std::all_of(id.begin(), id.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+} // namespace
+
+SlurmSshBackend::SlurmSshBackend(std::string cluster, SlurmSettings settings, std::string state_dir,
+                                 std::unique_ptr<net::RemoteHost> host)
+    : m_cluster(std::move(cluster)), m_settings(std::move(settings)),
+      m_inventory_file(state_dir + "/cache/slurm-inventory-" + m_cluster + ".json"),
+      m_jobs_dir(state_dir + "/jobs"), m_host(std::move(host)) {}
+
+Result<net::ExecResult> SlurmSshBackend::run(const std::string& command, std::string_view input) {
+    auto r = m_host->exec(command, input);
+    if (!r) {
+        Error e = r.error();
+        e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
+        return tl::unexpected(std::move(e));
+    }
+    return r;
+}
+
+Result<std::string> SlurmSshBackend::run_ok(const char* what, const std::string& command) {
+    auto r = run(command);
+    if (!r) {
+        return tl::unexpected(r.error());
+    }
+    if (r->exit_status != 0) {
+        return fail(ErrorKind::remote, fmt::format("cluster {}: {} on {} exited {}: {}", m_cluster, what,
+                                                   m_host->describe(), r->exit_status, first_line(r->err)));
+    }
+    return std::move(r->out);
+}
+
+Result<std::string> SlurmSshBackend::home() {
+    if (m_settings.home.empty()) {
+        // No user in the config (a ~/.ssh/config alias): ask the login node once per invocation.
+        auto out = run_ok("printf $HOME", "printf '%s\\n' \"$HOME\"");
+        if (!out) {
+            return tl::unexpected(out.error());
+        }
+        std::string h = out->substr(0, out->find('\n'));
+        if (h.empty() || h.front() != '/') {
+            return fail(ErrorKind::remote,
+                        fmt::format("cluster {}: the login node's $HOME is '{}'", m_cluster, h),
+                        "set home: for the cluster in config.yaml");
+        }
+        m_settings.home = h;
+    }
+    return m_settings.home;
+}
+
+Result<std::string> SlurmSshBackend::check() {
+    auto out = run_ok("sinfo --version", cli::version_command());
+    if (!out) {
+        return tl::unexpected(out.error());
+    }
+    auto version = cli::parse_version(*out);
+    if (!version) {
+        Error e = version.error();
+        e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
+        return tl::unexpected(e);
+    }
+    return fmt::format("Slurm {} over SSH ({})", *version, m_host->describe());
+}
+
+Result<ClusterInventory> SlurmSshBackend::inventory(std::chrono::seconds max_age) {
+    if (max_age.count() > 0) {
+        if (auto cached = cached_inventory(max_age)) {
+            m_inventory = *cached;
+            return *cached;
+        }
+    }
+    auto out = run_ok("sinfo", cli::sinfo_command());
+    if (!out) {
+        return tl::unexpected(out.error());
+    }
+    auto view = cli::parse_sinfo(*out);
+    if (!view) {
+        Error e = view.error();
+        e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
+        return tl::unexpected(e);
+    }
+    ClusterInventory inv = build_inventory(m_cluster, view->partitions, view->nodes);
+    m_inventory = inv;
+    store_inventory(inv);
+    return inv;
+}
+
+std::optional<ClusterInventory> SlurmSshBackend::cached_inventory(std::chrono::seconds max_age) const {
+    std::ifstream in(m_inventory_file);
+    auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded() || j.value("via", "") != "ssh://" + m_host->describe() ||
+        now_seconds() - j.value("at", std::int64_t{0}) > max_age.count() || !j.contains("pools")) {
+        return std::nullopt;
+    }
+    ClusterInventory inv;
+    inv.name = m_cluster;
+    inv.kind = BackendKind::slurm;
+    for (const auto& pj : j["pools"]) {
+        auto pool = pool_from_json(pj);
+        if (!pool) {
+            return std::nullopt;
+        }
+        inv.pools.push_back(std::move(*pool));
+    }
+    return inv;
+}
+
+void SlurmSshBackend::store_inventory(const ClusterInventory& inv) const {
+    nlohmann::json pools = nlohmann::json::array();
+    for (const auto& p : inv.pools) {
+        pools.push_back(to_json(p));
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(m_inventory_file).parent_path(), ec);
+    const std::string tmp = m_inventory_file + ".tmp" + std::to_string(::getpid());
+    std::ofstream(tmp) << nlohmann::json{
+        {"via", "ssh://" + m_host->describe()}, {"at", now_seconds()}, {"pools", pools}};
+    std::filesystem::rename(tmp, m_inventory_file, ec);
+}
+
+Result<SlurmSshBackend::Prepared> SlurmSshBackend::prepare(const TaskSpec& spec, const Placement& placement,
+                                                           std::int64_t job_id,
+                                                           const std::string& working_directory) {
+    if (!m_inventory) {
+        if (auto inv = inventory(std::chrono::seconds(30)); !inv) {
+            return tl::unexpected(inv.error());
+        }
+    }
+    const Pool* pool = nullptr;
+    for (const auto& p : m_inventory->pools) {
+        pool = p.name == placement.pool ? &p : pool;
+    }
+    if (pool == nullptr) {
+        return fail(ErrorKind::remote,
+                    fmt::format("cluster {}: partition {} is gone", m_cluster, placement.pool));
+    }
+    auto plan = build_submit_plan(spec, placement, *pool, job_id, m_cluster);
+    if (!plan) {
+        return tl::unexpected(plan.error());
+    }
+    auto h = home();
+    if (!h) {
+        return tl::unexpected(h.error());
+    }
+    plan->working_directory = working_directory.empty() ? *h : working_directory;
+    plan->output_pattern = fmt::format("{}/{}-%j.out", *h, plan->submit_token); // tandem-<hex>-<id>
+    auto script = render_sbatch_script(spec, *plan);
+    if (!script) {
+        return tl::unexpected(script.error());
+    }
+    return Prepared{std::move(*plan), std::move(*script)};
+}
+
+Result<std::string> SlurmSshBackend::render(const TaskSpec& spec, const Placement& placement,
+                                            std::int64_t job_id) {
+    auto h = home();
+    if (!h) {
+        return tl::unexpected(h.error());
+    }
+    const std::string workdir = spec.workdir ? *h + "/.tandem/workdirs/<token>" : std::string();
+    auto prepared = prepare(spec, placement, job_id, workdir);
+    if (!prepared) {
+        return tl::unexpected(prepared.error());
+    }
+    std::string head = fmt::format("# ssh {} {}\n", m_host->describe(), cli::sbatch_command({}));
+    if (!spec.secrets.empty()) {
+        std::string names;
+        for (const auto& [name, value] : spec.secrets) {
+            names += (names.empty() ? "" : " ") + name;
+        }
+        head +=
+            fmt::format("# secrets {} are sent on stdin ahead of the script and reach the job only through "
+                        "sbatch's environment\n",
+                        names);
+    }
+    if (spec.workdir) {
+        head += fmt::format("# workdir {} is uploaded to {} first\n", *spec.workdir, workdir);
+    }
+    return head + "# script on stdin:\n" + prepared->script;
+}
+
+std::optional<std::string> SlurmSshBackend::find_by_token(const std::string& token) {
+    auto r = run(cli::squeue_comments_command());
+    if (!r || r->exit_status != 0) {
+        return std::nullopt;
+    }
+    return cli::find_comment(r->out, token);
+}
+
+void SlurmSshBackend::remember_output(std::int64_t job_id, const std::string& path) const {
+    const std::string dir = fmt::format("{}/{}", m_jobs_dir, job_id);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    std::ofstream(dir + "/slurm-output") << path << "\n";
+}
+
+std::string SlurmSshBackend::output_path(const JobRecord& job) {
+    std::ifstream in(fmt::format("{}/{}/slurm-output", m_jobs_dir, job.id));
+    std::string path;
+    if (std::getline(in, path) && !path.empty()) {
+        return path;
+    }
+    return fmt::format("{}/tandem-{}.out", m_settings.home, job.remote_id);
+}
+
+Result<std::string> SlurmSshBackend::submit(const TaskSpec& spec, const Placement& placement,
+                                            std::int64_t job_id) {
+    // The token names the uploaded workdir too, so it is drawn by prepare() after a first plan.
+    auto h = home();
+    if (!h) {
+        return tl::unexpected(h.error());
+    }
+    auto prepared = prepare(spec, placement, job_id, "");
+    if (!prepared) {
+        return tl::unexpected(prepared.error());
+    }
+    if (spec.workdir) {
+        const std::string remote = fmt::format("{}/.tandem/workdirs/{}", *h, prepared->plan.submit_token);
+        auto sent = upload_workdir(*m_host, *spec.workdir, remote, m_settings.workdir_limit_bytes);
+        if (!sent) {
+            Error e = sent.error();
+            e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
+            return tl::unexpected(e);
+        }
+        prepared->plan.working_directory = remote;
+        auto script = render_sbatch_script(spec, prepared->plan);
+        if (!script) {
+            return tl::unexpected(script.error());
+        }
+        prepared->script = std::move(*script);
+    }
+    const auto& plan = prepared->plan;
+    std::vector<std::string> names, values;
+    for (const auto& [name, value] : spec.secrets) {
+        names.push_back(name);
+        values.push_back(value);
+    }
+    const std::string command = cli::sbatch_command(names);
+    const std::string input = cli::sbatch_input(values, prepared->script);
+    auto answer = run(command, input);
+    // A lost connection may hide a submit that reached slurmctld: look for the token before trying again,
+    // so a retry never makes a second job.
+    for (int attempt = 1; !answer && is_retryable(answer.error().kind) && attempt < 3; ++attempt) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300 * attempt));
+        if (!m_host->reconnect()) {
+            continue;
+        }
+        if (auto existing = find_by_token(plan.submit_token)) {
+            remember_output(job_id, fmt::format("{}/{}-{}.out", *h, plan.submit_token, *existing));
+            return *existing;
+        }
+        answer = run(command, input);
+    }
+    if (!answer) {
+        return tl::unexpected(answer.error());
+    }
+    if (answer->exit_status != 0) {
+        // "sbatch: error: Batch job submission failed: Requested node configuration is not available"
+        return fail(ErrorKind::remote, fmt::format("cluster {}: sbatch refused the job: {}", m_cluster,
+                                                   first_line(answer->err)));
+    }
+    auto id = cli::parse_sbatch_parsable(answer->out);
+    if (!id) {
+        Error e = id.error();
+        e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
+        return tl::unexpected(e);
+    }
+    remember_output(job_id, fmt::format("{}/{}-{}.out", *h, plan.submit_token, *id));
+    return *id;
+}
+
+Result<std::vector<SlurmJob>> SlurmSshBackend::squeue(const std::vector<std::string>& ids) {
+    auto r = run(cli::squeue_command(ids));
+    if (!r) {
+        return tl::unexpected(r.error());
+    }
+    if (r->exit_status != 0) {
+        // squeue fails when none of the ids is still held ("Invalid job id specified"): none is listed.
+        if (r->err.find("Invalid job id specified") != std::string::npos) {
+            return std::vector<SlurmJob>{};
+        }
+        return fail(ErrorKind::remote, fmt::format("cluster {}: squeue exited {}: {}", m_cluster,
+                                                   r->exit_status, first_line(r->err)));
+    }
+    auto jobs = cli::parse_squeue(r->out);
+    if (!jobs) {
+        Error e = jobs.error();
+        e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
+        return tl::unexpected(e);
+    }
+    return jobs;
+}
+
+Result<std::vector<SlurmJob>> SlurmSshBackend::sacct(const std::vector<std::string>& ids) {
+    auto r = run(cli::sacct_command(ids));
+    if (!r) {
+        return tl::unexpected(r.error());
+    }
+    if (r->exit_status != 0) {
+        if (r->err.find("accounting storage is disabled") != std::string::npos) {
+            return std::vector<SlurmJob>{};
+        }
+        return fail(ErrorKind::remote, fmt::format("cluster {}: sacct exited {}: {}", m_cluster,
+                                                   r->exit_status, first_line(r->err)));
+    }
+    auto jobs = cli::parse_sacct(r->out);
+    if (!jobs) {
+        Error e = jobs.error();
+        e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
+        return tl::unexpected(e);
+    }
+    return jobs;
+}
+
+Result<std::vector<JobUpdate>> SlurmSshBackend::refresh(const std::vector<JobRecord>& jobs) {
+    std::vector<std::string> ids;
+    for (const auto& job : jobs) {
+        if (is_job_id(job.remote_id)) {
+            ids.push_back(job.remote_id);
+        }
+    }
+    std::map<std::string, SlurmJob> by_id;
+    if (!ids.empty()) {
+        auto listed = squeue(ids);
+        if (!listed) {
+            return tl::unexpected(listed.error());
+        }
+        for (auto& j : *listed) {
+            by_id[j.job_id] = std::move(j);
+        }
+    }
+    // Jobs slurmctld no longer holds (MinJobAge): one sacct call for all of them.
+    std::vector<std::string> missing;
+    for (const auto& id : ids) {
+        if (by_id.count(id) == 0U) {
+            missing.push_back(id);
+        }
+    }
+    std::map<std::string, SlurmJob> accounted;
+    if (!missing.empty()) {
+        auto rows = sacct(missing);
+        if (!rows) {
+            return tl::unexpected(rows.error());
+        }
+        for (auto& j : *rows) {
+            accounted[j.job_id] = std::move(j);
+        }
+    }
+    std::vector<JobUpdate> out;
+    out.reserve(jobs.size());
+    for (const auto& job : jobs) {
+        if (auto it = by_id.find(job.remote_id); it != by_id.end()) {
+            out.push_back(to_job_update(it->second));
+        } else if (auto at = accounted.find(job.remote_id); at != accounted.end()) {
+            out.push_back(to_job_update(at->second));
+        } else {
+            out.push_back(JobUpdate{JobState::unknown,
+                                    is_job_id(job.remote_id)
+                                        ? fmt::format("Slurm job {} has left slurmctld and accounting has no "
+                                                      "record of it",
+                                                      job.remote_id)
+                                        : std::string("no Slurm job id was recorded for this job"),
+                                    std::nullopt, std::nullopt, std::nullopt});
+        }
+    }
+    return out;
+}
+
+Status SlurmSshBackend::cancel(const JobRecord& job) {
+    if (!is_job_id(job.remote_id)) {
+        return fail(ErrorKind::internal, fmt::format("job {} has no Slurm job id", job.id));
+    }
+    auto r = run(cli::scancel_command(job.remote_id));
+    if (!r) {
+        return tl::unexpected(r.error());
+    }
+    if (r->exit_status != 0 && r->err.find("Invalid job id") == std::string::npos) {
+        return fail(ErrorKind::remote, fmt::format("cluster {}: scancel {} exited {}: {}", m_cluster,
+                                                   job.remote_id, r->exit_status, first_line(r->err)));
+    }
+    return {};
+}
+
+Status SlurmSshBackend::logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) {
+    if (m_settings.home.empty()) {
+        if (auto h = home(); !h) {
+            return tl::unexpected(h.error());
+        }
+    }
+    RemoteLogTarget target{m_cluster, job.id, output_path(job), job.num_nodes};
+    return stream_remote_log(*m_host, target, options, sink, [&]() -> Result<bool> {
+        auto updates = refresh({job});
+        if (!updates) {
+            return tl::unexpected(updates.error());
+        }
+        // UNKNOWN here means Slurm has no record left of the job: there is nothing more to wait for.
+        return is_terminal(updates->front().state) || updates->front().state == JobState::unknown;
+    });
+}
+
+} // namespace tandem::slurm

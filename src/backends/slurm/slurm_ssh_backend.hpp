@@ -1,0 +1,68 @@
+#pragma once
+// The Slurm backend over SSH: a login node reached with one SSH connection per tandem invocation
+// (net::RemoteHost; every command is a channel on it), Slurm's own CLI there (22.05 through 24.x; the
+// command lines and parsers are in slurm_cli.hpp), files over SFTP. Jobs are the same sbatch scripts as
+// over REST. Submit is `sbatch --parsable` with the script on stdin; secrets are sent ahead of it on
+// stdin and read into sbatch's environment, so they are neither in the script nor on a command line.
+// A random token in the job's comment makes a submit that lost its answer findable (squeue --me) before
+// it is tried again. Status is one squeue for all of a cluster's jobs, plus one sacct for jobs slurmctld
+// no longer holds. A task's workdir is uploaded to HOME/.tandem/workdirs/<token>/ and the job runs there.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/slurm/slurm_config.hpp"
+#include "backends/slurm/slurm_model.hpp"
+#include "core/backend.hpp"
+#include "net/remote_host.hpp"
+
+namespace tandem::slurm {
+
+class SlurmSshBackend final : public Backend {
+public:
+    SlurmSshBackend(std::string cluster, SlurmSettings settings, std::string state_dir,
+                    std::unique_ptr<net::RemoteHost> host);
+
+    const std::string& cluster() const override { return m_cluster; }
+    BackendKind kind() const override { return BackendKind::slurm; }
+    Result<std::string> check() override;
+    Result<ClusterInventory> inventory(std::chrono::seconds max_age = std::chrono::seconds(0)) override;
+    Result<std::string> render(const TaskSpec& spec, const Placement& placement,
+                               std::int64_t job_id) override;
+    Result<std::string> submit(const TaskSpec& spec, const Placement& placement,
+                               std::int64_t job_id) override;
+    Result<std::vector<JobUpdate>> refresh(const std::vector<JobRecord>& jobs) override;
+    Status cancel(const JobRecord& job) override;
+    Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
+
+private:
+    // Runs a command; a transport failure names the cluster.
+    Result<net::ExecResult> run(const std::string& command, std::string_view input = {});
+    // A command that must exit 0: otherwise a `remote` error quoting what it printed on stderr.
+    Result<std::string> run_ok(const char* what, const std::string& command);
+    Result<std::string> home();
+    struct Prepared {
+        SubmitPlan plan;
+        std::string script;
+    };
+    Result<Prepared> prepare(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
+                             const std::string& working_directory);
+    Result<std::vector<SlurmJob>> squeue(const std::vector<std::string>& ids);
+    Result<std::vector<SlurmJob>> sacct(const std::vector<std::string>& ids);
+    std::optional<std::string> find_by_token(const std::string& token);
+    std::string output_path(const JobRecord& job);
+    void remember_output(std::int64_t job_id, const std::string& path) const;
+    std::optional<ClusterInventory> cached_inventory(std::chrono::seconds max_age) const;
+    void store_inventory(const ClusterInventory& inv) const;
+
+    std::string m_cluster;
+    SlurmSettings m_settings;
+    std::string m_inventory_file;
+    std::string m_jobs_dir;
+    std::unique_ptr<net::RemoteHost> m_host;
+    std::optional<ClusterInventory> m_inventory;
+};
+
+} // namespace tandem::slurm

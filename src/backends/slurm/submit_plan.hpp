@@ -1,0 +1,24 @@
+#pragma once
+// The transport-independent part of a Slurm submit: spec + placement + the chosen partition's facts ->
+// SubmitPlan (nodes, GPUs, CPUs, memory, tmp disk, time limit, account/qos/constraint, the job name and
+// the environment). Where the job runs and where its output goes are the caller's: they depend on the
+// transport (a shared path for REST, an uploaded workdir over SSH).
+
+#include <cstdint>
+#include <string>
+
+#include "backends/slurm/slurm_model.hpp"
+#include "core/error.hpp"
+#include "core/inventory.hpp"
+
+namespace tandem::slurm {
+
+// "tandem-<16 hex digits>", from the system's random device: written to the job's comment.
+std::string random_submit_token();
+
+// An `invalid_spec` error when the partition has no limit and the task sets none (tandem never submits
+// UNLIMITED). environment = envs, then secrets (the script leaves secrets out; the transport passes them).
+Result<SubmitPlan> build_submit_plan(const TaskSpec& spec, const Placement& placement, const Pool& pool,
+                                     std::int64_t job_id, const std::string& cluster);
+
+} // namespace tandem::slurm

@@ -1,0 +1,163 @@
+// Slurm over SSH against the real testbed (scripts/testbed/slurm): the real `tandem` binary with an `ssh:`
+// cluster, real sbatch/squeue/sacct/scancel on the login node (sshd on 127.0.0.1:2222), files over SFTP.
+
+#include <fstream>
+#include <thread>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "test_slurm_ssh_support.hpp"
+
+using namespace tandem_test;
+
+TEST_CASE("ssh: check and infra read the cluster through sinfo") {
+    SshLab lab;
+    auto check = lab.tandem({"check"});
+    INFO(check);
+    REQUIRE(check.exit_code == 0);
+    CHECK(contains(check.out, "Slurm 22.05"));
+    CHECK(contains(check.out, "over SSH"));
+    auto infra = lab.tandem({"infra", "--json"});
+    INFO(infra);
+    REQUIRE(infra.exit_code == 0);
+    auto j = nlohmann::json::parse(infra.out);
+    auto pools = j["clusters"][0]["pools"];
+    REQUIRE(pools.size() == 2);
+    CHECK(pools[1]["name"] == "gpu");
+    CHECK(pools[1]["gpus_total"] == 16);
+}
+
+TEST_CASE("ssh: a CPU job runs, its output is followed and readable, and it ends SUCCEEDED") {
+    SshLab lab;
+    auto file = lab.task("cpu", "name: ssh-cpu\nenvs:\n  QUOTED: \"it's $HOME \\\"x\\\"\"\n"
+                                "run: |\n  echo \"rank=$TANDEM_NODE_RANK nodes=$TANDEM_NUM_NODES\"\n"
+                                "  echo \"quoted=$QUOTED\"\n  echo \"partition=$SLURM_JOB_PARTITION\"\n");
+    auto r = lab.tandem({"launch", file, "--infra", "slurm"});
+    INFO(r);
+    REQUIRE(r.exit_code == 0);
+    CHECK(contains(r.out, "rank=0 nodes=1\n")); // one node: no rank prefix
+    CHECK(contains(r.out, "quoted=it's $HOME \"x\""));
+    CHECK(contains(r.out, "partition=cpu"));
+    auto j = lab.job(1);
+    CHECK(j["state"] == "SUCCEEDED");
+    CHECK(j["exit_code"] == 0);
+    auto logs = lab.tandem({"logs", "1"});
+    CHECK(logs.exit_code == 0);
+    CHECK(contains(logs.out, "quoted=it's $HOME \"x\""));
+    auto tail = lab.tandem({"logs", "1", "--tail", "1"});
+    CHECK(split_lines(tail.out) == std::vector<std::string>{"partition=cpu"});
+}
+
+TEST_CASE("ssh: a job exiting 3 ends FAILED with exit code 3") {
+    SshLab lab;
+    auto file = lab.task("three", "name: ssh-three\nrun: echo before; exit 3\n");
+    auto r = lab.tandem({"launch", "--wait", file});
+    INFO(r);
+    CHECK(r.exit_code == 3);
+    auto j = lab.job(1);
+    CHECK(j["state"] == "FAILED");
+    CHECK(j["exit_code"] == 3);
+    CHECK(lab.tandem({"status", "1", "--exit-code"}).exit_code == 3);
+}
+
+TEST_CASE("ssh: a 2-node job shows both ranks, prefixed, and --node 1 shows one") {
+    SshLab lab;
+    auto file = lab.task("two", "name: ssh-two\nnum_nodes: 2\nconfig:\n  slurm:\n    partition: cpu\n"
+                                "run: echo \"hello from $SLURMD_NODENAME rank=$TANDEM_NODE_RANK\"\n");
+    auto r = lab.tandem({"launch", "--wait", file});
+    INFO(r);
+    REQUIRE(r.exit_code == 0);
+    auto all = lab.tandem({"logs", "1"});
+    INFO(all);
+    CHECK(contains(all.out, "[rank 0] hello from cpu1 rank=0"));
+    CHECK(contains(all.out, "[rank 1] hello from cpu2 rank=1"));
+    auto one = lab.tandem({"logs", "1", "--node", "1"});
+    INFO(one);
+    CHECK(split_lines(one.out) == std::vector<std::string>{"hello from cpu2 rank=1"});
+}
+
+TEST_CASE("ssh: cancel of a running and of a pending job, both end CANCELLED") {
+    SshLab lab;
+    auto file =
+        lab.task("hog", "name: ssh-hog\nnum_nodes: 2\nresources:\n  accelerators: H100:8\nrun: sleep 300\n");
+    const int running = launched_id(lab.tandem({"launch", "-d", file}));
+    const int pending = launched_id(lab.tandem({"launch", "-d", file}));
+    nlohmann::json first, second;
+    for (int i = 0; i < 60; ++i) {
+        first = lab.job(running);
+        second = lab.job(pending);
+        if (first["state"] == "RUNNING" && second["state"] == "PENDING") {
+            break;
+        }
+        std::this_thread::sleep_for(500ms);
+    }
+    REQUIRE(first["state"] == "RUNNING");
+    REQUIRE(second["state"] == "PENDING");
+    CHECK_FALSE(second["reason"].get<std::string>().empty());
+    auto c = lab.tandem({"cancel", std::to_string(running), std::to_string(pending)});
+    INFO(c);
+    REQUIRE(c.exit_code == 0);
+    CHECK(lab.wait_terminal(running, 30s)["state"] == "CANCELLED");
+    CHECK(lab.wait_terminal(pending, 30s)["state"] == "CANCELLED");
+}
+
+TEST_CASE("ssh: logs -f follows a running job, new lines within a second, then the final state") {
+    SshLab lab;
+    const std::string go = slurm_env().at("SLURM_USER_HOME") + "/tandem-go-" + std::to_string(::getpid());
+    ::unlink(go.c_str());
+    auto file = lab.task("follow", "name: ssh-follow\nrun: |\n  echo first\n  while [ ! -e " + go +
+                                       " ]; do sleep 0.1; done\n  echo second\n  sleep 1\n  echo third\n");
+    const int id = launched_id(lab.tandem({"launch", "-d", file}));
+    StreamingTandem follow(lab, {"logs", std::to_string(id), "-f"}); // maybe before the file exists
+    auto first = follow.wait_line("first", 60s);
+    INFO(follow.all_err());
+    REQUIRE(first);
+    std::this_thread::sleep_for(1s);
+    const auto released = std::chrono::steady_clock::now();
+    std::ofstream(go) << "go\n"; // the job sees it within 0.1 s
+    auto second = follow.wait_line("second", 10s);
+    REQUIRE(second);
+    const auto delay = std::chrono::duration_cast<std::chrono::milliseconds>(second->at - released);
+    INFO("second line arrived after " << delay.count() << " ms");
+    CHECK(delay < 1500ms); // 0.1 s job poll + 0.5 s follow poll + SFTP; loaded CI boxes add some
+    const int code = follow.wait_exit(30s);
+    CHECK(code == 0);
+    CHECK(contains(follow.all_out(), "third"));
+    CHECK(contains(follow.all_err(), "SUCCEEDED"));
+    ::unlink(go.c_str());
+}
+
+TEST_CASE("ssh: status of a job that left slurmctld comes from sacct") {
+    SshLab lab;
+    const int min_job_age = std::stoi(slurm_env().at("SLURM_MIN_JOB_AGE"));
+    REQUIRE(min_job_age <= 60);
+    auto ok = lab.task("ok", "name: ssh-quick-ok\nrun: echo fine\n");
+    auto bad = lab.task("bad", "name: ssh-quick-bad\nrun: exit 5\n");
+    auto remote_id = [&](const std::string& file) {
+        auto r = lab.tandem({"launch", "-d", "--json", file});
+        INFO(r);
+        REQUIRE(r.exit_code == 0);
+        return nlohmann::json::parse(r.out)["remote_id"].get<std::string>();
+    };
+    const std::vector<std::string> ids{remote_id(ok), remote_id(bad)};
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(4 * min_job_age + 120);
+    auto purged = [&] {
+        for (const auto& id : ids) {
+            auto q = run({"/usr/bin/squeue", "-h", "-t", "all", "-j", id, "-o", "%i"});
+            if (q.exit_code == 0 && contains(q.out, id)) {
+                return false;
+            }
+        }
+        return true;
+    };
+    while (!purged() && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(2s);
+    }
+    REQUIRE(purged());
+    auto j = lab.job(1);
+    CHECK(j["state"] == "SUCCEEDED");
+    auto f = lab.job(2);
+    CHECK(f["state"] == "FAILED");
+    CHECK(f["exit_code"] == 5); // sacct's ExitCode, unlike 22.05's slurmdb REST
+}
