@@ -66,11 +66,15 @@ TEST_CASE("ssh: hostile names, values, secrets and paths are passed literally an
     ::unlink(marker.c_str());
     const std::string t = "touch " + marker;
     const std::string nasty = "a b 'q' \"dq\" $(" + t + ") `" + t + "` ; " + t + " | " + t + " & ${HOME} \\";
-    // A workdir whose local path and file names carry the corpus too (SFTP paths, never a shell).
-    const std::string dir_name = "w d 'q' $(" + t + ") `x` ; y";
+    // A workdir whose local path and file names carry the corpus too (SFTP paths, never a shell). Path
+    // components cannot hold '/', so these would create a relative file: it must appear nowhere.
+    const std::string rel_marker = "tandem-pwned-" + std::to_string(::getpid());
+    const std::string rt = "touch " + rel_marker;
+    const std::string dir_name = "w d 'q' $(" + rt + ") `" + rt + "` ; " + rt + "\nnext";
+    const std::string file_name = "f $(" + rt + ") ;'\".txt";
     const fs::path wd = fs::path(lab.home.root()) / dir_name;
     fs::create_directories(wd);
-    std::ofstream(wd / ("f $(" + t + ") ;'\".txt")) << "content\n";
+    std::ofstream(wd / file_name) << "content\n";
     nlohmann::json env = {{"NASTY", nasty}, {"MULTI", "line one\nline two; " + t}};
     const std::string yaml =
         "name: " + nlohmann::json(nasty.substr(0, 60)).dump() + "\n" +
@@ -89,7 +93,9 @@ TEST_CASE("ssh: hostile names, values, secrets and paths are passed literally an
     CHECK(contains(r.out, "NASTY=[" + nasty + "]"));
     CHECK(contains(r.out, "MULTI=[line one\nline two; " + t + "]"));
     CHECK(contains(r.out, "NAME=[" + nasty.substr(0, 60) + "]"));
-    CHECK(contains(r.out, "f $(" + t + ") ;'\".txt"));
+    CHECK(contains(r.out, file_name + "\n"));
+    CHECK_FALSE(contains(r.out, "\n" + rel_marker + "\n"));
+    CHECK_FALSE(fs::exists(slurm_env().at("SLURM_USER_HOME") + "/" + rel_marker));
     // The secret arrived whole (its hash), and its value is nowhere in tandem's output or state.
     auto hash =
         run({"/bin/bash", "-c", "printf '%s' \"$0\" | sha256sum | cut -c1-16", "s3cr3t " + nasty + "\n2nd"});
