@@ -127,3 +127,33 @@ TEST_CASE("ssh: the connection cut during logs -f is made again and the output g
         CHECK(contains(out, "tick-" + std::to_string(i) + "\n"));
     }
 }
+
+TEST_CASE("ssh: config errors name the file, line, column and field") {
+    SshLab lab;
+    const auto file = lab.task("any", "run: echo hi\n");
+    struct Case {
+        std::string settings, field, words;
+    };
+    for (const auto& c : std::vector<Case>{
+             {"    ssh:\n      host: h\n      port: \"99999\"\n", "ssh.port", "'99999' is not a port"},
+             {"    ssh:\n      port: \"22\"\n", "ssh.host", "is required"},
+             {"    ssh:\n      host: h\n      hots: x\n", "ssh.hots", "unknown setting"},
+             {"    ssh:\n      host: \"-oProxyCommand=touch x\"\n", "ssh.host",
+              "'-oProxyCommand=touch x' is not a host name"},
+             {"    ssh:\n      host: h\n    workdir_limit_mb: \"lots\"\n", "workdir_limit_mb", ""},
+             {"    home: /x\n", "rest",
+              "a slurm cluster needs rest: (slurmrestd), ssh: (a login node), or both"},
+         }) {
+        lab.home.write_config("clusters:\n  - name: lab\n    type: slurm\n" + c.settings);
+        auto check = lab.tandem({"check"}); // a table row per cluster
+        INFO(check);
+        CHECK(check.exit_code == 2);
+        CHECK(contains(check.out, "config.yaml:2:5:"));
+        auto r = lab.tandem({"launch", "-d", file});
+        INFO(r);
+        CHECK(r.exit_code == 2);
+        auto errors = r.err_lines_starting("tandem: error: ");
+        REQUIRE(errors.size() == 1);
+        CHECK(contains(errors[0], "config.yaml:2:5: clusters.lab." + c.field + ": " + c.words));
+    }
+}
