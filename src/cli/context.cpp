@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/k8s/k8s_factory.hpp"
 #include "backends/registry.hpp"
 #include "cli/output.hpp"
 
@@ -33,6 +34,18 @@ Result<Context> Context::create() {
         return tl::unexpected(config.error());
     }
     ctx.m_config = std::move(*config);
+    const auto& clusters = ctx.m_config.clusters;
+    const bool has_k8s = std::any_of(clusters.begin(), clusters.end(), [](const ClusterConfig& c) {
+        return c.kind == BackendKind::kubernetes;
+    });
+    if (!has_k8s && ctx.m_config.discover_kubeconfig) {
+        for (auto& c : k8s::discover_k8s_clusters(real_getenv)) {
+            if (std::none_of(clusters.begin(), clusters.end(),
+                             [&](const ClusterConfig& o) { return o.name == c.name; })) {
+                ctx.m_config.clusters.push_back(std::move(c));
+            }
+        }
+    }
     return ctx;
 }
 

@@ -93,7 +93,7 @@ Result<Config> parse_config(const std::string& text, const std::string& path) {
         return fail(ErrorKind::config,
                     format_diagnostic({loc_of(path, root.Mark()), "", "must be a mapping"}));
     }
-    static const std::vector<std::string_view> top_keys{"clusters"};
+    static const std::vector<std::string_view> top_keys{"clusters", "discover_kubeconfig"};
     for (auto it = root.begin(); it != root.end(); ++it) {
         const auto key = it->first.as<std::string>("");
         if (std::find(top_keys.begin(), top_keys.end(), key) == top_keys.end()) {
@@ -101,6 +101,14 @@ Result<Config> parse_config(const std::string& text, const std::string& path) {
             diags.push_back(
                 {loc_of(path, it->first.Mark()), key,
                  near ? fmt::format("unknown field (did you mean '{}'?)", *near) : "unknown field"});
+        }
+    }
+    bool discover = true;
+    if (const YAML::Node d = root["discover_kubeconfig"]; d) {
+        if (!d.IsScalar() || (d.Scalar() != "true" && d.Scalar() != "false")) {
+            diags.push_back({loc_of(path, d.Mark()), "discover_kubeconfig", "must be true or false"});
+        } else {
+            discover = d.Scalar() == "true";
         }
     }
     const YAML::Node clusters = root["clusters"];
@@ -150,8 +158,10 @@ Result<Config> parse_config(const std::string& text, const std::string& path) {
     if (config.clusters.empty()) {
         auto d = default_config();
         d.path = path;
+        d.discover_kubeconfig = discover;
         return d;
     }
+    config.discover_kubeconfig = discover;
     return config;
 }
 

@@ -33,6 +33,9 @@ struct ClusterConfig {
 struct Config {
     std::string path; // the file read, empty when none existed
     std::vector<ClusterConfig> clusters;
+    // With no `type: kubernetes` entry, every context of the user's kubeconfig is a cluster k8s/<context>
+    // (`discover_kubeconfig: false` turns that off).
+    bool discover_kubeconfig = true;
 };
 
 // Parses config text; every problem is reported at once as file:line:col lines in one config error.

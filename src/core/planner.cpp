@@ -122,7 +122,9 @@ std::string cluster_mismatch(const Candidate& c, const ClusterInventory& cluster
 }
 
 std::string accelerator_mismatch(const Accelerator& want, const Pool& pool) {
-    if (pool.accelerator.empty() || pool.gpus_per_node <= 0) {
+    // A pool of MIG slices only (every GPU partitioned) has no whole GPU but serves fractions.
+    const bool sliced = want.fractional() && (pool.time_sliced || !pool.mig_profiles.empty());
+    if (pool.accelerator.empty() || (pool.gpus_per_node <= 0 && !sliced)) {
         return fmt::format("needs {}:{}, pool has no GPUs", want.name, want.count);
     }
     if (!iequals(want.name, pool.accelerator)) {

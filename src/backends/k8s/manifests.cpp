@@ -12,6 +12,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "backends/k8s/labels.hpp"
+#include "backends/k8s/node_inventory.hpp"
 
 namespace tandem::k8s {
 
@@ -207,8 +208,16 @@ json pod_template(const TaskSpec& spec, const JobPlan& plan, std::optional<int> 
         {"containers", json::array({container})},
     };
     if (plan.gpu) {
-        if (!plan.gpu->node_label_key.empty()) {
-            pod_spec["nodeSelector"] = {{plan.gpu->node_label_key, plan.gpu->node_label_value}};
+        if (!plan.gpu->product.empty()) { // terms are ORed: the product under any label that names one
+            json terms = json::array();
+            for (auto key : k_gpu_product_labels) {
+                terms.push_back(
+                    {{"matchExpressions",
+                      json::array({{{"key", key}, {"operator", "In"}, {"values", {plan.gpu->product}}}})}});
+            }
+            pod_spec["affinity"] = {
+                {"nodeAffinity",
+                 {{"requiredDuringSchedulingIgnoredDuringExecution", {{"nodeSelectorTerms", terms}}}}}};
         }
         pod_spec["tolerations"] =
             json::array({{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}, {"effect", "NoSchedule"}}});
@@ -344,10 +353,8 @@ std::optional<ServerFeatures> parse_server_version(const json& version) {
     return ServerFeatures{major, minor};
 }
 
-std::optional<GpuRequest> choose_gpu_request(const Accelerator& want, const Pool& pool,
-                                             const std::string& node_label_key,
-                                             const std::string& node_label_value) {
-    GpuRequest r{"nvidia.com/gpu", 0, node_label_key, node_label_value};
+std::optional<GpuRequest> choose_gpu_request(const Accelerator& want, const Pool& pool) {
+    GpuRequest r{"nvidia.com/gpu", 0, pool.name == "gpu" || pool.name == "cpu" ? std::string() : pool.name};
     if (!want.fractional()) {
         r.count = static_cast<int>(std::ceil(want.count));
         return r;

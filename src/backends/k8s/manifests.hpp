@@ -32,18 +32,19 @@ struct ServerFeatures {
 // "v1.20.2", "v1.27.3-gke.100" -> {1, 20}; nullopt when unreadable.
 std::optional<ServerFeatures> parse_server_version(const nlohmann::json& version);
 
-// Where the GPUs come from: the resource name a container requests and the node label it selects.
+// Where the GPUs come from: the resource name a container requests and the GPU product its node must
+// have. The product is a pool name (a product label value); the pod's node affinity accepts it under any
+// of the product labels the inventory reads (k_gpu_product_labels), so it does not matter which one a
+// cluster's nodes carry.
 struct GpuRequest {
-    std::string resource;         // "nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "nvidia.com/gpu.shared"
-    int count = 0;                // per pod
-    std::string node_label_key;   // "nvidia.com/gpu.product"; empty: no nodeSelector
-    std::string node_label_value; // "NVIDIA-H100-80GB-HBM3"
+    std::string resource; // "nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "nvidia.com/gpu.shared"
+    int count = 0;        // per pod
+    std::string product;  // "NVIDIA-H100-80GB-HBM3"; empty: any node with the resource
 };
 // The GPU request for `want` on `pool`: whole GPUs as nvidia.com/gpu; a fraction as the smallest MIG slice
 // that holds it (a `Ng.*` profile is N sevenths of the GPU) or one time-sliced share. nullopt: no fit.
-std::optional<GpuRequest> choose_gpu_request(const Accelerator& want, const Pool& pool,
-                                             const std::string& node_label_key,
-                                             const std::string& node_label_value);
+// The product is the pool's name unless the pool is one of unlabelled GPU nodes ("gpu").
+std::optional<GpuRequest> choose_gpu_request(const Accelerator& want, const Pool& pool);
 
 struct JobPlan {
     std::int64_t tandem_id = 0;

@@ -194,6 +194,17 @@ TEST_CASE("planner: fractional GPUs need a MIG or time-sliced pool") {
     }
 }
 
+TEST_CASE("planner: a pool whose GPUs are all MIG slices serves fractions, not whole GPUs") {
+    Pool sliced = gpu_pool("NVIDIA-A100-SXM4-80GB", "A100-80GB", 0, 1, 0);
+    sliced.mig_profiles = {"1g.10gb"};
+    Inventory inv{{cluster("k8s/lab", BackendKind::kubernetes, {sliced})}};
+    const auto fraction = plan(task(with_accelerators({{"A100-80GB", 0.1}})), inv);
+    CHECK(ranked(fraction) == std::vector<std::string>{"k8s/lab/NVIDIA-A100-SXM4-80GB"});
+    const auto whole = plan(task(with_accelerators({{"A100-80GB", 1}})), inv);
+    CHECK(whole.placements.empty());
+    CHECK(reason_of(whole, "k8s/lab", "NVIDIA-A100-SXM4-80GB") == "needs A100-80GB:1, pool has no GPUs");
+}
+
 TEST_CASE("planner: cpus and memory are per-node minimums, unknown pool values pass") {
     auto small = cpu_pool("small");
     small.cpus_per_node = 8;

@@ -222,7 +222,7 @@ TEST_CASE("k8s manifests: secrets live in a Secret the Job references, never in 
 
 TEST_CASE("k8s manifests: GPUs as limits, with the product nodeSelector and the GPU toleration") {
     auto plan = plan_for(1, true);
-    plan.gpu = GpuRequest{"nvidia.com/gpu", 2, "nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"};
+    plan.gpu = GpuRequest{"nvidia.com/gpu", 2, "NVIDIA-H100-80GB-HBM3"};
     plan.cpus = 4.5;
     plan.memory_gb = 16;
     auto spec = spec_with("nvidia-smi");
@@ -234,7 +234,13 @@ TEST_CASE("k8s manifests: GPUs as limits, with the product nodeSelector and the 
     CHECK(c["resources"]["requests"]["memory"] == "16Gi");
     CHECK(c["resources"]["limits"]["memory"] == "16Gi");
     const auto& pod = m.jobs[0]["spec"]["template"]["spec"];
-    CHECK(pod["nodeSelector"]["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3");
+    const auto& terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                           ["nodeSelectorTerms"];
+    REQUIRE(terms.size() == 4);
+    CHECK(terms[0]["matchExpressions"][0]["key"] == "nvidia.com/gpu.product");
+    CHECK(terms[0]["matchExpressions"][0]["operator"] == "In");
+    CHECK(terms[0]["matchExpressions"][0]["values"][0] == "NVIDIA-H100-80GB-HBM3");
+    CHECK(terms[1]["matchExpressions"][0]["key"] == "cloud.google.com/gke-accelerator");
     CHECK(pod["tolerations"][0]["key"] == "nvidia.com/gpu");
     CHECK(env_entry(m.jobs[0], "TANDEM_NUM_GPUS_PER_NODE").value()["value"] == "2");
 
@@ -245,22 +251,23 @@ TEST_CASE("k8s manifests: GPUs as limits, with the product nodeSelector and the 
 
 TEST_CASE("k8s manifests: a fraction of a GPU is the smallest MIG slice that holds it, else a shared GPU") {
     Pool mig;
+    mig.name = "A100";
     mig.mig_profiles = {"3g.40gb", "1g.10gb", "7g.80gb", "2g.20gb"};
-    auto r = choose_gpu_request({"A100", 0.1}, mig, "nvidia.com/gpu.product", "A100");
+    auto r = choose_gpu_request({"A100", 0.1}, mig);
     REQUIRE(r);
     CHECK(r->resource == "nvidia.com/mig-1g.10gb");
     CHECK(r->count == 1);
-    CHECK(choose_gpu_request({"A100", 0.4}, mig, "", "")->resource == "nvidia.com/mig-3g.40gb");
-    CHECK(choose_gpu_request({"A100", 0.5}, mig, "", "")->resource == "nvidia.com/mig-7g.80gb");
+    CHECK(choose_gpu_request({"A100", 0.4}, mig)->resource == "nvidia.com/mig-3g.40gb");
+    CHECK(choose_gpu_request({"A100", 0.5}, mig)->resource == "nvidia.com/mig-7g.80gb");
 
     Pool shared;
     shared.time_sliced = true;
-    CHECK(choose_gpu_request({"T4", 0.5}, shared, "", "")->resource == "nvidia.com/gpu.shared");
-    CHECK_FALSE(choose_gpu_request({"T4", 0.5}, Pool{}, "", ""));
-    CHECK(choose_gpu_request({"H100", 8}, Pool{}, "", "")->count == 8);
+    CHECK(choose_gpu_request({"T4", 0.5}, shared)->resource == "nvidia.com/gpu.shared");
+    CHECK_FALSE(choose_gpu_request({"T4", 0.5}, Pool{}));
+    CHECK(choose_gpu_request({"H100", 8}, Pool{})->count == 8);
 }
 
-TEST_CASE("k8s manifests: pod_config merges into the pod; labels and queue reach the Job") {
+TEST_CASE("k8s manifests: pod_config merges into the pod, labels and queue reach the Job") {
     auto spec = spec_with("echo");
     spec.resources.labels = {{"team", "rl"}};
     spec.kubernetes.queue = "gpu-queue";
@@ -270,7 +277,7 @@ TEST_CASE("k8s manifests: pod_config merges into the pod; labels and queue reach
                  "tolerations": [{"key": "spot", "operator": "Exists"}],
                  "containers": [{"imagePullPolicy": "Always", "env": [{"name": "EXTRA", "value": "1"}]}]}})");
     auto plan = plan_for(1, true);
-    plan.gpu = GpuRequest{"nvidia.com/gpu", 1, "", ""};
+    plan.gpu = GpuRequest{"nvidia.com/gpu", 1, ""};
     auto m = render(spec, plan);
     const auto& job = m.jobs[0];
     CHECK(job["metadata"]["labels"]["team"] == "rl");

@@ -1,0 +1,408 @@
+#include "backends/k8s/k8s_backend.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "backends/k8s/job_state.hpp"
+#include "backends/k8s/labels.hpp"
+#include "backends/k8s/node_inventory.hpp"
+
+namespace tandem::k8s {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr std::int64_t k_version_cache_seconds = 3600;
+
+std::int64_t now_seconds() {
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+std::string random_token() {
+    static constexpr std::string_view k_chars = "abcdefghijklmnopqrstuvwxyz0123456789";
+    std::random_device rd;
+    std::string t;
+    for (int i = 0; i < 5; ++i) {
+        t += k_chars[rd() % k_chars.size()];
+    }
+    return t;
+}
+
+json read_json_file(const std::string& path) {
+    std::ifstream in(path);
+    return in ? json::parse(in, nullptr, false) : json();
+}
+
+void write_json_file(const std::string& path, const json& j) {
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+    // Written whole and renamed, so a concurrent reader never sees half a file.
+    const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+    std::ofstream(tmp) << j;
+    std::filesystem::rename(tmp, path, ec);
+}
+
+std::string safe_file_part(std::string name) {
+    for (char& c : name) {
+        if (c == '/' || c == ' ') {
+            c = '_';
+        }
+    }
+    return name;
+}
+
+std::string jobs_path(const std::string& ns) {
+    return fmt::format("/apis/batch/v1/namespaces/{}/jobs", ns);
+}
+
+std::string core_path(const std::string& ns, const char* kind) {
+    return fmt::format("/api/v1/namespaces/{}/{}", ns, kind);
+}
+
+} // namespace
+
+std::pair<std::string, std::string> split_remote_id(const std::string& remote_id,
+                                                    const std::string& fallback_ns) {
+    const auto slash = remote_id.find('/');
+    if (slash == std::string::npos) {
+        return {fallback_ns, remote_id};
+    }
+    return {remote_id.substr(0, slash), remote_id.substr(slash + 1)};
+}
+
+K8sBackend::K8sBackend(std::string cluster, K8sSettings settings, KubeContext context, std::string state_dir,
+                       HttpFactory http)
+    : m_cluster(std::move(cluster)), m_settings(std::move(settings)),
+      m_api(m_cluster, std::move(context), std::move(http), m_settings.timeout),
+      m_version_file(state_dir + "/cache/k8s-version-" + safe_file_part(m_cluster) + ".json"),
+      m_inventory_file(state_dir + "/cache/k8s-inventory-" + safe_file_part(m_cluster) + ".json") {
+    if (m_settings.namespace_name.empty()) {
+        m_settings.namespace_name =
+            m_api.context().namespace_name.empty() ? "default" : m_api.context().namespace_name;
+    }
+}
+
+Result<ServerFeatures> K8sBackend::features() {
+    if (m_features) {
+        return *m_features;
+    }
+    const auto& server = m_api.context().server;
+    auto cached = read_json_file(m_version_file);
+    if (cached.is_object() && cached.value("server", "") == server &&
+        now_seconds() - cached.value("at", std::int64_t{0}) < k_version_cache_seconds) {
+        if (auto f = parse_server_version(cached.value("version", json()))) {
+            m_features = *f;
+            return *f;
+        }
+    }
+    auto version = m_api.call("GET", "/version");
+    if (!version) {
+        return tl::unexpected(version.error());
+    }
+    auto f = parse_server_version(version->body);
+    if (!f) {
+        return fail(ErrorKind::remote,
+                    fmt::format("{}: the API server at {} sent a /version without a version: {}", m_cluster,
+                                server, version->body.dump().substr(0, 120)));
+    }
+    write_json_file(m_version_file, {{"server", server}, {"at", now_seconds()}, {"version", version->body}});
+    m_features = *f;
+    return *f;
+}
+
+Result<std::string> K8sBackend::check() {
+    auto version = m_api.call("GET", "/version");
+    if (!version) {
+        return tl::unexpected(version.error());
+    }
+    // /version answers anyone; listing pods proves the credentials and the RBAC rights.
+    auto pods = m_api.call("GET", core_path(m_settings.namespace_name, "pods") + "?limit=1");
+    if (!pods) {
+        return tl::unexpected(pods.error());
+    }
+    const auto& ctx = m_api.context();
+    return fmt::format("API server {} at {}, context {}, namespace {}{}",
+                       version->body.value("gitVersion", "?"), ctx.server, ctx.name,
+                       m_settings.namespace_name, ctx.user_name.empty() ? "" : ", user " + ctx.user_name);
+}
+
+Result<ClusterInventory> K8sBackend::inventory(std::chrono::seconds max_age) {
+    if (max_age.count() > 0) {
+        if (auto cached = cached_inventory(max_age)) {
+            m_inventory = *cached;
+            return *cached;
+        }
+    }
+    auto nodes = m_api.call("GET", "/api/v1/nodes");
+    if (!nodes) {
+        return tl::unexpected(nodes.error());
+    }
+    const std::string active =
+        "?fieldSelector=" + query_escape("status.phase!=Succeeded,status.phase!=Failed");
+    auto pods = m_api.call("GET", "/api/v1/pods" + active, {}, {403});
+    if (!pods) {
+        return tl::unexpected(pods.error());
+    }
+    if (pods->status == 403) {
+        // Users limited to a namespace cannot list every pod: count what this namespace uses. Free GPUs
+        // may then be overstated; the scheduler still has the last word (the job waits as PENDING).
+        pods = m_api.call("GET", core_path(m_settings.namespace_name, "pods") + active);
+        if (!pods) {
+            return tl::unexpected(pods.error());
+        }
+    }
+    ClusterInventory inv = pools_from(m_cluster, nodes->body, pods->body);
+    m_inventory = inv;
+    store_inventory(inv);
+    return inv;
+}
+
+std::optional<ClusterInventory> K8sBackend::cached_inventory(std::chrono::seconds max_age) const {
+    auto j = read_json_file(m_inventory_file);
+    if (!j.is_object() || j.value("server", "") != m_api.context().server ||
+        now_seconds() - j.value("at", std::int64_t{0}) > max_age.count() || !j.contains("pools")) {
+        return std::nullopt;
+    }
+    ClusterInventory inv;
+    inv.name = m_cluster;
+    inv.kind = BackendKind::kubernetes;
+    for (const auto& pj : j["pools"]) {
+        auto pool = pool_from_json(pj);
+        if (!pool) {
+            return std::nullopt;
+        }
+        inv.pools.push_back(std::move(*pool));
+    }
+    return inv;
+}
+
+void K8sBackend::store_inventory(const ClusterInventory& inv) const {
+    json pools = json::array();
+    for (const auto& p : inv.pools) {
+        pools.push_back(to_json(p));
+    }
+    write_json_file(m_inventory_file,
+                    {{"server", m_api.context().server}, {"at", now_seconds()}, {"pools", pools}});
+}
+
+std::string K8sBackend::namespace_for(const TaskSpec& spec) const {
+    return spec.kubernetes.namespace_name ? *spec.kubernetes.namespace_name : m_settings.namespace_name;
+}
+
+Result<JobPlan> K8sBackend::job_plan(const TaskSpec& spec, const Placement& placement, std::int64_t job_id) {
+    auto f = features();
+    if (!f) {
+        return tl::unexpected(f.error());
+    }
+    if (!m_inventory) {
+        if (auto inv = inventory(std::chrono::seconds(30)); !inv) {
+            return tl::unexpected(inv.error());
+        }
+    }
+    const Pool* pool = nullptr;
+    for (const auto& p : m_inventory->pools) {
+        if (p.name == placement.pool) {
+            pool = &p;
+        }
+    }
+    if (pool == nullptr) {
+        return fail(ErrorKind::remote, fmt::format("{}: node pool {} is gone", m_cluster, placement.pool));
+    }
+    const auto options = spec.options();
+    const auto& resources = options.at(static_cast<std::size_t>(placement.option_index)).resources;
+    JobPlan plan;
+    plan.tandem_id = job_id;
+    plan.submit_token = random_token();
+    plan.base_name = job_base_name(spec.name, job_id, plan.submit_token);
+    plan.namespace_name = namespace_for(spec);
+    plan.image = resources.image_id ? *resources.image_id : m_settings.image;
+    if (plan.image.rfind("docker:", 0) == 0) { // SkyPilot writes images as docker:<image>
+        plan.image = plan.image.substr(7);
+    }
+    plan.num_nodes = spec.num_nodes;
+    plan.indexed = f->indexed_jobs();
+    if (f->ttl_after_finished()) {
+        plan.ttl_seconds_after_finished = m_settings.ttl_seconds_after_finished;
+    }
+    if (!resources.accelerators.empty()) {
+        const auto& want = resources.accelerators.front();
+        plan.gpu = choose_gpu_request(want, *pool);
+        if (!plan.gpu) {
+            return fail(ErrorKind::invalid_spec,
+                        fmt::format("{}: node pool {} has no MIG slice or shared GPU for {}:{}", m_cluster,
+                                    pool->name, want.name, want.count));
+        }
+    }
+    if (resources.cpus) {
+        plan.cpus = resources.cpus->value;
+    }
+    if (resources.memory_gb) {
+        plan.memory_gb = resources.memory_gb->value;
+    }
+    return plan;
+}
+
+Result<std::string> K8sBackend::render(const TaskSpec& spec, const Placement& placement,
+                                       std::int64_t job_id) {
+    auto plan = job_plan(spec, placement, job_id);
+    if (!plan) {
+        return tl::unexpected(plan.error());
+    }
+    auto manifests = render_manifests(spec, *plan, true);
+    if (!manifests) {
+        return tl::unexpected(manifests.error());
+    }
+    return to_yaml(*manifests);
+}
+
+// POST; a 409 AlreadyExists is fine when the object is ours (a retried create that had reached the server).
+Status K8sBackend::create(const std::string& path, const json& object, const std::string& token,
+                          json* created) {
+    auto answer = m_api.call("POST", path, object, {409});
+    if (!answer) {
+        return tl::unexpected(answer.error());
+    }
+    if (answer->status == 409) {
+        const auto name = object["metadata"]["name"].get<std::string>();
+        auto existing = m_api.call("GET", path + "/" + name);
+        if (!existing) {
+            return tl::unexpected(existing.error());
+        }
+        const auto labels = existing->body["metadata"].value("labels", json::object());
+        if (labels.value(std::string(k_token_label), "") != token) {
+            return fail(ErrorKind::remote, fmt::format("{}: {} {} already exists and is not this submit's",
+                                                       m_cluster, object.value("kind", "object"), name));
+        }
+        answer = existing;
+    }
+    if (created) {
+        *created = answer->body;
+    }
+    return {};
+}
+
+Result<std::string> K8sBackend::submit(const TaskSpec& spec, const Placement& placement,
+                                       std::int64_t job_id) {
+    auto plan = job_plan(spec, placement, job_id);
+    if (!plan) {
+        return tl::unexpected(plan.error());
+    }
+    auto manifests = render_manifests(spec, *plan, false);
+    if (!manifests) {
+        return tl::unexpected(manifests.error());
+    }
+    const auto& ns = plan->namespace_name;
+    if (manifests->secret) {
+        if (auto ok = create(core_path(ns, "secrets"), *manifests->secret, plan->submit_token, nullptr);
+            !ok) {
+            return tl::unexpected(ok.error());
+        }
+    }
+    json owner;
+    for (const auto& job : manifests->jobs) {
+        json created;
+        if (auto ok = create(jobs_path(ns), job, plan->submit_token, &created); !ok) {
+            return tl::unexpected(ok.error());
+        }
+        if (owner.is_null()) {
+            owner = {{"apiVersion", "batch/v1"},
+                     {"kind", "Job"},
+                     {"name", created["metadata"].value("name", "")},
+                     {"uid", created["metadata"].value("uid", "")}};
+        }
+    }
+    // The Service and the Secret belong to the (first) Job: deleting it, by cancel or by its TTL, lets the
+    // garbage collector remove them too.
+    if (manifests->service) {
+        json service = *manifests->service;
+        service["metadata"]["ownerReferences"] = json::array({owner});
+        if (auto ok = create(core_path(ns, "services"), service, plan->submit_token, nullptr); !ok) {
+            return tl::unexpected(ok.error());
+        }
+    }
+    if (manifests->secret) {
+        json patch = {{"metadata", {{"ownerReferences", json::array({owner})}}}};
+        auto patched = m_api.call("PATCH", core_path(ns, "secrets") + "/" + plan->base_name + "-secrets",
+                                  patch, {}, true, "application/merge-patch+json");
+        if (!patched) {
+            return tl::unexpected(patched.error());
+        }
+    }
+    return ns + "/" + plan->base_name;
+}
+
+Result<std::vector<JobUpdate>> K8sBackend::refresh(const std::vector<JobRecord>& jobs) {
+    std::map<std::string, std::pair<json, json>> lists; // namespace -> (Jobs, pods)
+    const std::string selector = "?labelSelector=" + query_escape(managed_selector());
+    for (const auto& job : jobs) {
+        const auto ns = split_remote_id(job.remote_id, m_settings.namespace_name).first;
+        if (lists.count(ns)) {
+            continue;
+        }
+        auto job_list = m_api.call("GET", jobs_path(ns) + selector);
+        if (!job_list) {
+            return tl::unexpected(job_list.error());
+        }
+        auto pod_list = m_api.call("GET", core_path(ns, "pods") + selector);
+        if (!pod_list) {
+            return tl::unexpected(pod_list.error());
+        }
+        lists[ns] = {std::move(job_list->body), std::move(pod_list->body)};
+    }
+    std::map<std::string, std::map<std::string, JobView>> groups;
+    for (const auto& [ns, l] : lists) {
+        groups[ns] = group_by_tandem_job(l.first, l.second, nullptr);
+    }
+    std::vector<JobUpdate> updates;
+    for (const auto& job : jobs) {
+        const auto [ns, base] = split_remote_id(job.remote_id, m_settings.namespace_name);
+        JobView view;
+        if (auto it = groups[ns].find(base); it != groups[ns].end()) {
+            view = it->second;
+        }
+        view.expected_ranks = job.num_nodes;
+        updates.push_back(to_job_update(view));
+    }
+    return updates;
+}
+
+Status K8sBackend::cancel(const JobRecord& job) {
+    const auto [ns, base] = split_remote_id(job.remote_id, m_settings.namespace_name);
+    const std::string selector = "?labelSelector=" + query_escape(job_selector(base));
+    const json background = {
+        {"kind", "DeleteOptions"}, {"apiVersion", "v1"}, {"propagationPolicy", "Background"}};
+    // Background: the Job goes now and the garbage collector deletes its pods (batch/v1's default would
+    // orphan them, and they would keep running).
+    auto jobs = m_api.call("DELETE", jobs_path(ns) + selector, background);
+    if (!jobs) {
+        return tl::unexpected(jobs.error());
+    }
+    // Services have no delete-collection before 1.23: one DELETE each.
+    auto services = m_api.call("GET", core_path(ns, "services") + selector);
+    if (!services) {
+        return tl::unexpected(services.error());
+    }
+    for (const auto& s : services->body.value("items", json::array())) {
+        auto gone = m_api.call("DELETE", core_path(ns, "services") + "/" + s["metadata"].value("name", ""),
+                               {}, {404});
+        if (!gone) {
+            return tl::unexpected(gone.error());
+        }
+    }
+    auto secrets = m_api.call("DELETE", core_path(ns, "secrets") + selector, {}, {404});
+    if (!secrets) {
+        return tl::unexpected(secrets.error());
+    }
+    return {};
+}
+
+} // namespace tandem::k8s

@@ -1,0 +1,64 @@
+#pragma once
+// The Kubernetes backend: batch/v1 Jobs over the API server's REST API, for one kubeconfig context.
+// remote_id is "<namespace>/<base name>"; every object of a job carries the label tandem.dev/job=<base>,
+// so status lists all tandem Jobs and pods of a namespace in one request each, logs find the pods of a
+// job, and cancel deletes everything of it (Jobs with propagationPolicy Background, so no pod is left).
+// The server version (GET /version) is cached in the state folder: it decides Indexed Jobs and TTL.
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/k8s/k8s_settings.hpp"
+#include "backends/k8s/kube_api.hpp"
+#include "backends/k8s/manifests.hpp"
+#include "core/backend.hpp"
+
+namespace tandem::k8s {
+
+class K8sBackend final : public Backend {
+public:
+    K8sBackend(std::string cluster, K8sSettings settings, KubeContext context, std::string state_dir,
+               HttpFactory http);
+
+    const std::string& cluster() const override { return m_cluster; }
+    BackendKind kind() const override { return BackendKind::kubernetes; }
+    Result<std::string> check() override;
+    Result<ClusterInventory> inventory(std::chrono::seconds max_age = std::chrono::seconds(0)) override;
+    Result<std::string> render(const TaskSpec& spec, const Placement& placement,
+                               std::int64_t job_id) override;
+    Result<std::string> submit(const TaskSpec& spec, const Placement& placement,
+                               std::int64_t job_id) override;
+    Result<std::vector<JobUpdate>> refresh(const std::vector<JobRecord>& jobs) override;
+    Status cancel(const JobRecord& job) override;
+    Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
+
+private:
+    Result<ServerFeatures> features();
+    Result<JobPlan> job_plan(const TaskSpec& spec, const Placement& placement, std::int64_t job_id);
+    Status create(const std::string& path, const nlohmann::json& object, const std::string& token,
+                  nlohmann::json* created);
+    std::string namespace_for(const TaskSpec& spec) const;
+    std::optional<ClusterInventory> cached_inventory(std::chrono::seconds max_age) const;
+    void store_inventory(const ClusterInventory& inv) const;
+    // The pods of one job, listed now, newest per rank.
+    Result<std::map<int, nlohmann::json>> rank_pods(const std::string& ns, const std::string& base);
+    Status follow_pod(const std::string& ns, const std::string& base, int rank, const LogOptions& options,
+                      const LogSink& sink, const std::string& prefix);
+
+    std::string m_cluster;
+    K8sSettings m_settings;
+    KubeApi m_api;
+    std::string m_version_file;
+    std::string m_inventory_file;
+    std::optional<ServerFeatures> m_features;
+    std::optional<ClusterInventory> m_inventory;
+};
+
+// "<namespace>/<base>" -> {namespace, base}; a remote_id without '/' is in `fallback_ns`.
+std::pair<std::string, std::string> split_remote_id(const std::string& remote_id,
+                                                    const std::string& fallback_ns);
+
+} // namespace tandem::k8s

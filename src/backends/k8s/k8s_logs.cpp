@@ -1,0 +1,246 @@
+// `logs` for Kubernetes jobs: the container log of each rank's pod through the API server
+// (pods/{pod}/log, chunked with follow=true), every rank at once with "[rank K] " prefixes when the job has
+// several, waiting while a pod is not running yet.
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "backends/k8s/job_state.hpp"
+#include "backends/k8s/k8s_backend.hpp"
+#include "backends/k8s/labels.hpp"
+
+namespace tandem::k8s {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr auto k_poll = std::chrono::milliseconds(500);
+
+int rank_of(const json& pod) {
+    const auto& meta = pod["metadata"];
+    const auto labels = meta.value("labels", json::object());
+    const auto annotations = meta.value("annotations", json::object());
+    std::string text = labels.value(std::string(k_rank_label), "");
+    if (text.empty()) {
+        text = annotations.value(std::string(k_completion_index_annotation), "0");
+    }
+    try {
+        return std::stoi(text);
+    } catch (...) {
+        return 0;
+    }
+}
+
+std::string phase_of(const json& pod) {
+    return pod.value("status", json::object()).value("phase", "");
+}
+
+// Started: a container that runs or ran has a log to read.
+bool has_started(const json& pod) {
+    const auto phase = phase_of(pod);
+    if (phase == "Running" || phase == "Succeeded" || phase == "Failed") {
+        return true;
+    }
+    for (const auto& cs : pod.value("status", json::object()).value("containerStatuses", json::array())) {
+        const auto state = cs.value("state", json::object());
+        if (state.contains("running") || state.contains("terminated")) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// Lines of one stream, each with the prefix, to a shared sink.
+class LinePrefixer {
+public:
+    LinePrefixer(const LogSink& sink, std::mutex& mutex, std::string prefix)
+        : m_sink(sink), m_mutex(mutex), m_prefix(std::move(prefix)) {}
+
+    bool stopped() const { return m_stopped; }
+
+    bool feed(std::string_view chunk) {
+        if (m_prefix.empty()) {
+            std::lock_guard lock(m_mutex);
+            m_stopped = m_stopped || !m_sink(chunk);
+            return !m_stopped;
+        }
+        m_partial.append(chunk);
+        std::string out;
+        std::size_t start = 0;
+        for (auto nl = m_partial.find('\n'); nl != std::string::npos; nl = m_partial.find('\n', start)) {
+            out += m_prefix;
+            out.append(m_partial, start, nl + 1 - start);
+            start = nl + 1;
+        }
+        m_partial.erase(0, start);
+        if (out.empty()) {
+            return true;
+        }
+        std::lock_guard lock(m_mutex);
+        m_stopped = m_stopped || !m_sink(out);
+        return !m_stopped;
+    }
+
+    bool finish() {
+        if (m_partial.empty()) {
+            return true;
+        }
+        std::lock_guard lock(m_mutex);
+        return m_sink(m_prefix + m_partial + "\n");
+    }
+
+private:
+    const LogSink& m_sink;
+    std::mutex& m_mutex;
+    std::string m_prefix;
+    std::string m_partial;
+    bool m_stopped = false;
+};
+
+} // namespace
+
+Result<std::map<int, json>> K8sBackend::rank_pods(const std::string& ns, const std::string& base) {
+    auto pods = m_api.call("GET", fmt::format("/api/v1/namespaces/{}/pods?labelSelector={}", ns,
+                                              query_escape(job_selector(base))));
+    if (!pods) {
+        return tl::unexpected(pods.error());
+    }
+    std::map<int, json> out;
+    for (const auto& pod : pods->body.value("items", json::array())) {
+        const int rank = rank_of(pod);
+        const auto created = parse_rfc3339(pod["metadata"].value("creationTimestamp", "")).value_or(0);
+        auto it = out.find(rank);
+        if (it == out.end() ||
+            parse_rfc3339(it->second["metadata"].value("creationTimestamp", "")).value_or(0) <= created) {
+            out[rank] = pod; // a retried rank has several pods: the newest is the one that counts
+        }
+    }
+    return out;
+}
+
+Status K8sBackend::follow_pod(const std::string& ns, const std::string& base, int rank,
+                              const LogOptions& options, const LogSink& sink, const std::string& prefix) {
+    std::mutex own_mutex;
+    static std::mutex shared_mutex; // one stdout for every rank of this invocation
+    LinePrefixer out(sink, prefix.empty() ? own_mutex : shared_mutex, prefix);
+    std::string streamed_pod;
+    for (;;) {
+        auto pods = rank_pods(ns, base);
+        if (!pods) {
+            return tl::unexpected(pods.error());
+        }
+        auto it = pods->find(rank);
+        if (it == pods->end()) {
+            if (!options.follow) {
+                return {}; // no pod (yet, or any more): nothing to show
+            }
+            if (!streamed_pod.empty()) {
+                break; // the pod was deleted (cancel, TTL) after its log was shown
+            }
+            auto jobs = m_api.call("GET", fmt::format("/apis/batch/v1/namespaces/{}/jobs?labelSelector={}",
+                                                      ns, query_escape(job_selector(base))));
+            if (!jobs) {
+                return tl::unexpected(jobs.error());
+            }
+            if (jobs->body.value("items", json::array()).empty()) {
+                break; // cancelled (or cleaned up) before this rank ever ran
+            }
+            std::this_thread::sleep_for(k_poll);
+            continue;
+        }
+        const json& pod = it->second;
+        const auto name = pod["metadata"].value("name", "");
+        if (name == streamed_pod) { // its log ended: done unless the Job made a new pod for this rank
+            const auto phase = phase_of(pod);
+            if (!options.follow || phase == "Succeeded" || phase == "Failed" ||
+                pod["metadata"].contains("deletionTimestamp")) {
+                break;
+            }
+            std::this_thread::sleep_for(k_poll);
+            continue;
+        }
+        if (!has_started(pod)) {
+            if (!options.follow) {
+                return {};
+            }
+            std::this_thread::sleep_for(k_poll);
+            continue;
+        }
+        std::string path = fmt::format("/api/v1/namespaces/{}/pods/{}/log?container=main", ns, name);
+        if (options.follow) {
+            path += "&follow=true";
+        }
+        if (options.tail_lines) {
+            path += fmt::format("&tailLines={}", *options.tail_lines);
+        }
+        int status = 0;
+        auto streamed = m_api.stream(
+            path, [&](std::string_view piece) { return out.feed(piece); }, {400, 404}, &status);
+        if (!streamed) {
+            return streamed;
+        }
+        if (status == 400 || status == 404) { // not started after all, or gone: look again
+            if (!options.follow) {
+                return {};
+            }
+            std::this_thread::sleep_for(k_poll);
+            continue;
+        }
+        streamed_pod = name;
+        if (!options.follow || out.stopped()) {
+            break;
+        }
+    }
+    out.finish();
+    return {};
+}
+
+Status K8sBackend::logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) {
+    const auto [ns, base] = split_remote_id(job.remote_id, m_settings.namespace_name);
+    std::vector<int> ranks;
+    if (options.node) {
+        ranks.push_back(*options.node);
+    } else {
+        for (int r = 0; r < job.num_nodes; ++r) {
+            ranks.push_back(r);
+        }
+    }
+    const bool prefixed = ranks.size() > 1;
+    if (!options.follow || ranks.size() == 1) {
+        for (int r : ranks) {
+            auto ok = follow_pod(ns, base, r, options, sink, prefixed ? fmt::format("[rank {}] ", r) : "");
+            if (!ok) {
+                return ok;
+            }
+        }
+        return {};
+    }
+    // Following several ranks: one stream each, at once (the first listing makes the connection, so the
+    // threads share a ready client).
+    if (auto first = rank_pods(ns, base); !first) {
+        return tl::unexpected(first.error());
+    }
+    std::vector<std::thread> threads;
+    std::vector<Status> results(ranks.size());
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+        threads.emplace_back([&, i] {
+            results[i] = follow_pod(ns, base, ranks[i], options, sink, fmt::format("[rank {}] ", ranks[i]));
+        });
+    }
+    for (auto& t : threads) {
+        t.join();
+    }
+    for (auto& r : results) {
+        if (!r) {
+            return r;
+        }
+    }
+    return {};
+}
+
+} // namespace tandem::k8s

@@ -1,0 +1,63 @@
+#include "backends/k8s/k8s_settings.hpp"
+
+#include <fmt/format.h>
+
+#include "core/quantity.hpp"
+
+namespace tandem::k8s {
+
+namespace {
+
+std::string where(const ClusterConfig& c) {
+    return c.loc.line > 0 ? fmt::format("{}:{}:{}: ", c.loc.file, c.loc.line, c.loc.column) : std::string{};
+}
+
+Error bad(const ClusterConfig& c, const std::string& field, const std::string& message) {
+    return Error{
+        ErrorKind::config, fmt::format("{}clusters.{}.{}: {}", where(c), c.name, field, message), {}};
+}
+
+} // namespace
+
+Result<K8sSettings> parse_k8s_settings(const ClusterConfig& c, const GetEnv& getenv) {
+    K8sSettings s;
+    for (const auto& [key, value] : c.settings.items()) {
+        if (!value.is_string()) {
+            return tl::unexpected(bad(c, key, "must be a single value"));
+        }
+        const auto text = value.get<std::string>();
+        if (key == "context") {
+            s.context = text;
+        } else if (key == "kubeconfig") {
+            s.kubeconfig = text;
+            if (s.kubeconfig.rfind("~/", 0) == 0) {
+                s.kubeconfig = getenv("HOME").value_or("") + s.kubeconfig.substr(1);
+            }
+        } else if (key == "namespace") {
+            s.namespace_name = text;
+        } else if (key == "image") {
+            s.image = text;
+        } else if (key == "ttl_seconds_after_finished") {
+            if (text == "0") {
+                s.ttl_seconds_after_finished.reset();
+            } else if (auto n = parse_positive_int(text)) {
+                s.ttl_seconds_after_finished = *n;
+            } else {
+                return tl::unexpected(bad(c, key, n.error()));
+            }
+        } else if (key == "timeout_seconds") {
+            auto n = parse_positive_int(text);
+            if (!n) {
+                return tl::unexpected(bad(c, key, n.error()));
+            }
+            s.timeout = std::chrono::seconds(*n);
+        } else {
+            return tl::unexpected(bad(c, key,
+                                      "unknown setting for a kubernetes cluster (known: context, kubeconfig, "
+                                      "namespace, image, ttl_seconds_after_finished, timeout_seconds)"));
+        }
+    }
+    return s;
+}
+
+} // namespace tandem::k8s

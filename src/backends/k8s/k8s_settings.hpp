@@ -1,0 +1,34 @@
+#pragma once
+// A `type: kubernetes` cluster's settings, read from its config.yaml entry:
+//
+//   - name: k8s/prod
+//     type: kubernetes
+//     context: prod                  # kubeconfig context; default: the current context
+//     kubeconfig: ~/.kube/prod.yaml  # default: $KUBECONFIG, else ~/.kube/config
+//     namespace: ml                  # default: the context's namespace
+//     image: ubuntu:22.04            # when the task has no image_id
+//     ttl_seconds_after_finished: 86400   # 0: keep finished Jobs
+//
+// Contexts found in the kubeconfig are clusters `k8s/<context>` without any entry (see context.cpp).
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "core/config.hpp"
+#include "core/error.hpp"
+
+namespace tandem::k8s {
+
+struct K8sSettings {
+    std::string context;    // empty: the kubeconfig's current-context
+    std::string kubeconfig; // empty: KUBECONFIG / ~/.kube/config
+    std::string namespace_name;
+    std::string image = "ubuntu:22.04";
+    std::optional<int> ttl_seconds_after_finished = 86400;
+    std::chrono::milliseconds timeout{15'000};
+};
+
+Result<K8sSettings> parse_k8s_settings(const ClusterConfig& cluster, const GetEnv& getenv);
+
+} // namespace tandem::k8s
