@@ -15,9 +15,9 @@
 namespace tandem::net {
 
 struct ExecResult {
-    int exit_status = 0;  // the remote command's exit status (128+N when killed by signal N)
-    std::string out;      // its stdout, whole
-    std::string err;      // its stderr, whole
+    int exit_status = 0; // the remote command's exit status (128+N when killed by signal N)
+    std::string out;     // its stdout, whole
+    std::string err;     // its stderr, whole
 };
 
 struct RemoteFileInfo {

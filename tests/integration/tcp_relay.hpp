@@ -1,0 +1,41 @@
+#pragma once
+// A loopback TCP relay for transport tests: forwards every connection to 127.0.0.1:upstream and can, on
+// command, cut every relayed connection (both sides see the connection closed, as when a server
+// process dies or a NAT forgets the flow) or freeze them (bytes stop moving but nothing is closed, as a
+// silent network partition).
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace tandem_test {
+
+class TcpRelay {
+public:
+    explicit TcpRelay(int upstream_port);
+    ~TcpRelay();
+    TcpRelay(const TcpRelay&) = delete;
+    TcpRelay& operator=(const TcpRelay&) = delete;
+
+    int port() const { return m_port; }
+    int accepted() const { return m_accepted.load(); }
+    void cut_all();                  // closes every current connection, both ways
+    void freeze(bool frozen = true); // stops moving bytes on every connection, current and new
+
+private:
+    void serve(int client);
+
+    int m_upstream_port;
+    int m_listen = -1;
+    int m_port = 0;
+    std::atomic<bool> m_stop{false};
+    std::atomic<bool> m_frozen{false};
+    std::atomic<int> m_accepted{0};
+    std::mutex m_mutex;
+    std::vector<int> m_fds; // every open socket of every relayed connection
+    std::thread m_acceptor;
+    std::vector<std::thread> m_workers;
+};
+
+} // namespace tandem_test
