@@ -85,6 +85,9 @@ std::string keyscan_hint(const SshEndpoint& endpoint, const char* type) {
            type + " " + endpoint.host + " >> " + file;
 }
 
+// The name OpenSSH files the host under: "host" on port 22, "[host]:port" elsewhere. It is checked with
+// port -1, because libssh2 given a port also accepts a plain "host" entry (a key trusted for port 22),
+// which OpenSSH does not.
 std::string known_name(const SshEndpoint& endpoint) {
     return endpoint.port == 22 ? endpoint.host : "[" + endpoint.host + "]:" + std::to_string(endpoint.port);
 }
@@ -98,7 +101,7 @@ void prefer_known_host_keys(SshSession& session, const SshEndpoint& endpoint, co
     for (const auto& kind : kinds) {
         // A dummy key against the entries: MISMATCH means an entry of this type exists for the host.
         int rc = libssh2_knownhost_checkp(
-            known.hosts, endpoint.host.c_str(), endpoint.port, "x", 1,
+            known.hosts, known_name(endpoint).c_str(), -1, "x", 1,
             LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_BASE64 | kind.knownhost_bit, nullptr);
         if (rc == LIBSSH2_KNOWNHOST_CHECK_MISMATCH) {
             preferred += std::string(preferred.empty() ? "" : ",") + kind.algorithms;
@@ -165,7 +168,7 @@ Status check_host_key(SshSession& session, const SshEndpoint& endpoint, const Ss
                                                  fingerprint + " is marked @revoked in known_hosts");
     }
     int rc = libssh2_knownhost_checkp(
-        known.hosts, endpoint.host.c_str(), endpoint.port, key, len,
+        known.hosts, known_name(endpoint).c_str(), -1, key, len,
         LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW | kind->knownhost_bit, nullptr);
     std::string files;
     for (const auto& f : endpoint.known_hosts) {

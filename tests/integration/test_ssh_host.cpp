@@ -315,6 +315,12 @@ TEST_CASE("ssh host keys: a changed key is refused, a hashed entry is accepted")
     CHECK(contains(r.error().message, testbed_fingerprint()));
     CHECK(contains(r.error().hint, "ssh-keygen -R"));
 
+    // The right key filed for port 22 only ("127.0.0.1 ..."): not trusted for another port.
+    target.known_hosts = local.file("port22_known_hosts", known_hosts_line_for("127.0.0.1"));
+    auto port22 = make(target, local.options)->exec("true");
+    REQUIRE_FALSE(port22);
+    CHECK(contains(port22.error().message, "is not in known_hosts"));
+
     // The same file with the right key, hashed (HashKnownHosts yes): accepted.
     auto hashed = local.file("hashed_known_hosts", "# comment\n" + *read_file(testbed_ssh().known_hosts));
     must_run({"/usr/bin/ssh-keygen", "-q", "-H", "-f", hashed});
