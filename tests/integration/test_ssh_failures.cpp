@@ -167,3 +167,29 @@ TEST_CASE("ssh: a connection that goes silent times out instead of hanging") {
     REQUIRE(host->reconnect());
     CHECK(run_ok(*host, "echo back").out == "back\n");
 }
+
+TEST_CASE("ssh ProxyJump: a jump connection cut under us fails the next call fast, and reconnect() goes on") {
+    EnvVar no_agent("SSH_AUTH_SOCK", nullptr);
+    Local local;
+    TcpRelay relay(testbed_ssh().port);
+    auto target = direct();
+    target.proxy_jump = testbed_ssh().user + "@127.0.0.1:" + std::to_string(relay.port());
+    // One file for both hops: the jump host is known under the relay's port, the target under its own.
+    target.known_hosts =
+        local.file("kh", known_hosts_line_for("[127.0.0.1]:" + std::to_string(relay.port())) +
+                             *read_file(testbed_ssh().known_hosts));
+    auto host = make(target, local.options);
+    CHECK(run_ok(*host, "echo before").out == "before\n");
+
+    relay.cut_all();
+    auto start = std::chrono::steady_clock::now();
+    auto r = host->exec("echo after");
+    REQUIRE_FALSE(r);
+    INFO(r.error().message);
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));
+    CHECK(r.error().kind == ErrorKind::unavailable);
+
+    REQUIRE(host->reconnect());
+    CHECK(run_ok(*host, "echo after").out == "after\n");
+    CHECK(host->handshakes() == 2);
+}
