@@ -1,12 +1,14 @@
 // `tandem status [JOB...]`: refresh every listed non-terminal job (one backend call per cluster) and
-// print one table, or JSON. A cluster that cannot be reached leaves its jobs UNKNOWN, showing the last
-// known state and its age; everyone else's jobs are still shown.
+// print one table, or JSON; with -w, then one line (or JSON line) per change until the jobs have ended. A
+// cluster that cannot be reached leaves its jobs UNKNOWN, showing the last known state and its age; everyone
+// else's jobs are still shown.
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
+#include "cli/status_watch.hpp"
 
 namespace tandem::cli {
 
@@ -20,6 +22,7 @@ struct StatusFlags {
     bool json = false;
     bool exit_code = false;
     bool no_refresh = false;
+    bool watch = false;
     std::optional<std::string> cluster, name, state;
 };
 
@@ -38,6 +41,18 @@ std::string duration_cell(const JobRecord& r, std::int64_t now) {
     return human_duration(r.ended_at.value_or(now) - *r.started_at);
 }
 
+std::vector<std::string> row_of(const JobView& v, std::int64_t now) {
+    const auto& r = v.record;
+    return {std::to_string(r.id),
+            r.name,
+            r.cluster,
+            state_cell(v, now),
+            v.unreachable ? v.unreachable_reason : r.reason,
+            r.gpus.empty() ? "-" : (r.num_nodes > 1 ? fmt::format("{}x{}", r.num_nodes, r.gpus) : r.gpus),
+            human_duration(now - r.submitted_at),
+            duration_cell(r, now)};
+}
+
 Result<int> status(Context& ctx, const StatusFlags& flags) {
     store::JobFilter filter;
     for (const auto& text : flags.jobs) {
@@ -49,6 +64,9 @@ Result<int> status(Context& ctx, const StatusFlags& flags) {
     }
     if (flags.exit_code && flags.jobs.size() != 1) {
         return fail(ErrorKind::usage, "--exit-code needs exactly one JOB");
+    }
+    if (flags.watch && (flags.exit_code || flags.no_refresh)) {
+        return fail(ErrorKind::usage, "--watch cannot be combined with --exit-code or --no-refresh");
     }
     if (flags.state) {
         filter.state = job_state_from_string(*flags.state);
@@ -93,8 +111,17 @@ Result<int> status(Context& ctx, const StatusFlags& flags) {
         }
         nlohmann::json out;
         out["jobs"] = std::move(arr); // an initializer list would copy 10,000 objects
-        print_json(out);
-        return exit_code::ok;
+        if (!flags.watch) {
+            print_json(out);
+            return exit_code::ok;
+        }
+        print_stdout(out.dump() + "\n"); // --watch --json: one JSON document per line
+        auto watched = watch_jobs(ctx, std::move(views), [](const JobView& v) {
+            print_stdout(
+                nlohmann::json{{"job", job_json(v.record, v.unreachable, v.unreachable_reason)}}.dump() +
+                "\n");
+        });
+        return watched ? Result<int>(exit_code::ok) : tl::unexpected(watched.error());
     }
     if (views.empty()) {
         note(flags.all ? "No jobs." : "No active or recent jobs (see --all).");
@@ -102,15 +129,16 @@ Result<int> status(Context& ctx, const StatusFlags& flags) {
     }
     Table table({"ID", "NAME", "CLUSTER", "STATE", "REASON", "GPUS", "AGE", "DURATION"});
     for (const auto& v : views) {
-        const auto& r = v.record;
-        table.add(
-            {std::to_string(r.id), r.name, r.cluster, state_cell(v, now),
-             v.unreachable ? v.unreachable_reason : r.reason,
-             r.gpus.empty() ? "-" : (r.num_nodes > 1 ? fmt::format("{}x{}", r.num_nodes, r.gpus) : r.gpus),
-             human_duration(now - r.submitted_at), duration_cell(r, now)});
+        table.add(row_of(v, now));
     }
     print_stdout(table.render());
-    return exit_code::ok;
+    if (!flags.watch) {
+        return exit_code::ok;
+    }
+    auto watched = watch_jobs(ctx, std::move(views), [widths = table.widths()](const JobView& v) {
+        print_stdout(Table::render_row(row_of(v, now_seconds()), widths));
+    });
+    return watched ? Result<int>(exit_code::ok) : tl::unexpected(watched.error());
 }
 
 } // namespace
@@ -124,6 +152,9 @@ void setup_status(CLI::App& command, Action& action) {
         "--exit-code", flags->exit_code,
         "Exit with the job's outcome as a code (0 succeeded, its own code if it failed, 101 not finished)");
     command.add_flag("--no-refresh", flags->no_refresh, "Show what is stored; do not ask the backends");
+    command.add_flag("-w,--watch", flags->watch,
+                     "After the table, print a line per change until every listed job has ended "
+                     "(Kubernetes: the watch API; other backends: a refresh every 2 s)");
     command.add_option("--cluster", flags->cluster, "Only jobs on this cluster");
     command.add_option("--name", flags->name, "Only jobs with this name");
     command.add_option("--state", flags->state, "Only jobs in this state (PENDING, RUNNING, FAILED...)");

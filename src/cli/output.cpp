@@ -31,7 +31,7 @@ std::size_t display_width(const std::string& s) {
 
 } // namespace
 
-std::string Table::render() const {
+std::vector<std::size_t> Table::widths() const {
     std::vector<std::size_t> widths(m_headers.size(), 0);
     auto measure = [&](const std::vector<std::string>& row) {
         for (std::size_t i = 0; i < row.size() && i < widths.size(); ++i) {
@@ -42,26 +42,32 @@ std::string Table::render() const {
     for (const auto& r : m_rows) {
         measure(r);
     }
+    return widths;
+}
+
+std::string Table::render_row(const std::vector<std::string>& row, const std::vector<std::size_t>& widths) {
+    std::string line;
+    for (std::size_t i = 0; i < widths.size(); ++i) {
+        const std::string& cell = i < row.size() ? row[i] : std::string();
+        line += cell;
+        if (i + 1 < widths.size()) {
+            const auto w = display_width(cell);
+            line.append(widths[i] > w ? widths[i] - w + 3 : 3, ' ');
+        }
+    }
+    while (!line.empty() && line.back() == ' ') {
+        line.pop_back();
+    }
+    return line + '\n';
+}
+
+std::string Table::render() const {
+    const auto w = widths();
     std::string out;
     out.reserve((m_rows.size() + 1) * 80);
-    auto emit = [&](const std::vector<std::string>& row) {
-        std::string line;
-        for (std::size_t i = 0; i < widths.size(); ++i) {
-            const std::string& cell = i < row.size() ? row[i] : std::string();
-            line += cell;
-            if (i + 1 < widths.size()) {
-                line.append(widths[i] - display_width(cell) + 3, ' ');
-            }
-        }
-        while (!line.empty() && line.back() == ' ') {
-            line.pop_back();
-        }
-        out += line;
-        out += '\n';
-    };
-    emit(m_headers);
+    out += render_row(m_headers, w);
     for (const auto& r : m_rows) {
-        emit(r);
+        out += render_row(r, w);
     }
     return out;
 }

@@ -18,6 +18,11 @@ public:
     void add(std::vector<std::string> row) { m_rows.push_back(std::move(row)); }
     bool empty() const { return m_rows.empty(); }
     std::string render() const; // trailing newline; columns separated by three spaces
+    // Column widths of what render() prints, and one row laid out on them (for rows printed later, as
+    // `status -w` does; a wider cell pushes the rest of its row right).
+    std::vector<std::size_t> widths() const;
+    static std::string render_row(const std::vector<std::string>& row,
+                                  const std::vector<std::size_t>& widths);
 
 private:
     std::vector<std::string> m_headers;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "core/error.hpp"
@@ -26,6 +27,10 @@ struct LogOptions {
 
 // Receives log bytes as they arrive; returning false stops the stream (the reader went away).
 using LogSink = std::function<bool(std::string_view)>;
+
+// Receives one update per watched job, in order, each time something may have changed; returning false
+// ends the watch.
+using WatchSink = std::function<bool(const std::vector<JobUpdate>&)>;
 
 class Backend {
 public:
@@ -52,6 +57,20 @@ public:
     virtual Status cancel(const JobRecord& job) = 0;
     // Writes the job's output to `sink`; with follow, returns once the job has ended and all is written.
     virtual Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) = 0;
+    // Follows `jobs` until `sink` returns false: the first call at once, then at each change. Backends
+    // with a change feed (Kubernetes' watch API) override this; the default refreshes every 2 s.
+    virtual Status watch(const std::vector<JobRecord>& jobs, const WatchSink& sink) {
+        for (;;) {
+            auto updates = refresh(jobs);
+            if (!updates) {
+                return tl::unexpected(updates.error());
+            }
+            if (!sink(*updates)) {
+                return {};
+            }
+            std::this_thread::sleep_for(std::chrono::seconds(2));
+        }
+    }
 };
 
 } // namespace tandem

@@ -148,7 +148,15 @@ std::string pool_mismatch(const Candidate& c, const TaskSpec& spec, BackendKind 
     if (r.infra && !r.infra->pool.empty() && r.infra->pool != pool.name) {
         return "infra pinned to " + format_infra(*r.infra);
     }
-    if (pool.nodes_total < spec.num_nodes) {
+    if (kind == BackendKind::kubernetes) {
+        // A Kubernetes rank is a pod, and pods of one job may share a node: only the GPUs must add up.
+        const Accelerator* a = c.accelerator;
+        if (a != nullptr && !a->fractional() && pool.gpus_total > 0 &&
+            pool.gpus_total < a->count * spec.num_nodes) {
+            return fmt::format("needs {} GPUs for {} pods, pool has {}", a->count * spec.num_nodes,
+                               spec.num_nodes, pool.gpus_total);
+        }
+    } else if (pool.nodes_total < spec.num_nodes) {
         return fmt::format("needs {} nodes, pool has {}", spec.num_nodes, pool.nodes_total);
     }
     if (c.accelerator != nullptr) {
@@ -201,11 +209,12 @@ double preference_bonus(const std::vector<BackendKind>& order, BackendKind kind)
 }
 
 double gpu_fit(const Accelerator* want, const Pool& pool) {
+    const bool has_gpus = pool.gpus_per_node > 0 || !pool.mig_profiles.empty();
+    if (want == nullptr) { // a CPU task on GPU nodes (whole or MIG-sliced) wastes them
+        return has_gpus ? -k_gpu_waste_penalty : 0;
+    }
     if (pool.gpus_per_node <= 0) {
         return 0;
-    }
-    if (want == nullptr) {
-        return -k_gpu_waste_penalty;
     }
     if (want->fractional()) {
         return 0;

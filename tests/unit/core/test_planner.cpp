@@ -172,6 +172,20 @@ TEST_CASE("planner: num_nodes needs that many nodes in the pool, and not the loc
     }
 }
 
+TEST_CASE("planner: Kubernetes ranks are pods, so several may share one node if the GPUs add up") {
+    Inventory inv{{cluster("k8s/lab", BackendKind::kubernetes,
+                           {cpu_pool("cpu", 1, 1), gpu_pool("h100", "H100", 8, 1, 1)})}};
+    auto spec = task();
+    spec.num_nodes = 2;
+    auto p = plan(spec, inv);
+    CHECK(placement_at(p, "k8s/lab", "cpu") != nullptr);
+    auto gpu = task(with_accelerators({{"H100", 4}}));
+    gpu.num_nodes = 2;
+    CHECK(placement_at(plan(gpu, inv), "k8s/lab", "h100") != nullptr);
+    gpu.resources.accelerators = {{"H100", 8}};
+    CHECK(reason_of(plan(gpu, inv), "k8s/lab", "h100") == "needs 16 GPUs for 2 pods, pool has 8");
+}
+
 TEST_CASE("planner: fractional GPUs need a MIG or time-sliced pool") {
     Pool plain = gpu_pool("a100", "A100", 8, 2, 2);
     Pool mig = gpu_pool("a100-mig", "A100", 8, 2, 2);
@@ -203,6 +217,11 @@ TEST_CASE("planner: a pool whose GPUs are all MIG slices serves fractions, not w
     const auto whole = plan(task(with_accelerators({{"A100-80GB", 1}})), inv);
     CHECK(whole.placements.empty());
     CHECK(reason_of(whole, "k8s/lab", "NVIDIA-A100-SXM4-80GB") == "needs A100-80GB:1, pool has no GPUs");
+
+    // A CPU task goes to CPU nodes before MIG-sliced GPU nodes.
+    Inventory both{{cluster("k8s/lab", BackendKind::kubernetes, {sliced, cpu_pool("cpu", 1, 1)})}};
+    const auto cpu = plan(task(with_accelerators({})), both);
+    CHECK(ranked(cpu).front() == "k8s/lab/cpu");
 }
 
 TEST_CASE("planner: cpus and memory are per-node minimums, unknown pool values pass") {
