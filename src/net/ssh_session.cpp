@@ -44,7 +44,15 @@ SshSession::~SshSession() {
             // mode.
             libssh2_session_disconnect(m_session, "tandem done");
         }
-        libssh2_session_free(m_session);
+        // In non-blocking mode libssh2_session_free answers EAGAIN while it closes channels (and frees
+        // nothing): give it a second, then shut the socket so every further step fails at once.
+        const auto deadline = SshClock::now() + std::chrono::seconds(1);
+        for (int tries = 0; libssh2_session_free(m_session) == LIBSSH2_ERROR_EAGAIN && tries < 1000;
+             ++tries) {
+            if (m_killed || !wait(deadline)) {
+                kill();
+            }
+        }
     }
     if (m_fd >= 0) {
         ::close(m_fd);
