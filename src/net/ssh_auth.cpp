@@ -31,6 +31,7 @@ std::optional<std::string> read_small_file(const std::string& path) {
 }
 
 struct Attempt {
+    bool rsa_refused = false; // an RSA key was refused: with libssh2 < 1.11 that is SHA-1 signatures
     std::vector<std::string> tried;
     std::vector<std::string> encrypted;
     std::vector<std::string> notes;
@@ -123,6 +124,7 @@ Status authenticate(SshSession& session, const SshEndpoint& endpoint,
         if (r == LIBSSH2_ERROR_AUTHENTICATION_FAILED || r == LIBSSH2_ERROR_PUBLICKEY_UNVERIFIED ||
             r == LIBSSH2_ERROR_FILE || r == LIBSSH2_ERROR_METHOD_NOT_SUPPORTED) {
             ssh_debug(options, path + " was not accepted (" + session.last_error() + ")");
+            attempt.rsa_refused = attempt.rsa_refused || private_key_type(*text) == "ssh-rsa";
             return false;
         }
         return tl::unexpected(ssh_error(r, session, who + ": logging in with " + path));
@@ -158,6 +160,9 @@ Status authenticate(SshSession& session, const SshEndpoint& endpoint,
                                            (id->comment ? id->comment : "") + ")");
                     return {};
                 }
+                attempt.rsa_refused = attempt.rsa_refused ||
+                                      ssh_key_type(std::string_view(reinterpret_cast<const char*>(id->blob),
+                                                                    id->blob_len)) == "ssh-rsa";
                 if (ssh_transport_broken(r) && r != LIBSSH2_ERROR_AUTHENTICATION_FAILED &&
                     r != LIBSSH2_ERROR_PUBLICKEY_UNVERIFIED && r != LIBSSH2_ERROR_AGENT_PROTOCOL) {
                     return tl::unexpected(ssh_error(r, session, who + ": logging in with an ssh-agent key"));
@@ -187,6 +192,14 @@ Status authenticate(SshSession& session, const SshEndpoint& endpoint,
     }
     std::string hint = "add your public key to ~/.ssh/authorized_keys of " + user + " on " + endpoint.host +
                        ", or set ssh.identity_file";
+    if (attempt.rsa_refused && !libssh2_version(0x010b00)) {
+        // libssh2 before 1.11 signs with ssh-rsa (SHA-1), which OpenSSH 8.8 and later refuse (libssh2#634).
+        message += "; RSA keys cannot log in to OpenSSH 8.8+ with libssh2 " +
+                   std::string(libssh2_version(0)) + " (SHA-1 signatures)";
+        hint = "use an ed25519 or ecdsa key (ssh-keygen -t ed25519) and add its public key to "
+               "~/.ssh/authorized_keys on " +
+               endpoint.host;
+    }
     if (!attempt.encrypted.empty()) {
         message += "; " + attempt.encrypted.front() + " needs a passphrase";
         hint = "tandem never asks for a passphrase: load the key into ssh-agent (ssh-add " +

@@ -102,25 +102,64 @@ bool looks_like_private_key(std::string_view text) {
            text.find("PRIVATE KEY-----") != std::string_view::npos;
 }
 
-bool private_key_is_encrypted(std::string_view text) {
-    if (text.find("Proc-Type: 4,ENCRYPTED") != std::string_view::npos ||
-        text.find("BEGIN ENCRYPTED PRIVATE KEY") != std::string_view::npos) {
-        return true;
-    }
+namespace {
+
+// The decoded body of an "openssh-key-v1" file, after the magic; nullopt for another format.
+std::optional<std::string> openssh_key_body(std::string_view text) {
     constexpr std::string_view begin = "-----BEGIN OPENSSH PRIVATE KEY-----";
     constexpr std::string_view end = "-----END OPENSSH PRIVATE KEY-----";
     auto b = text.find(begin);
     if (b == std::string_view::npos) {
-        return false;
+        return std::nullopt;
     }
     auto e = text.find(end, b);
     auto body = base64_decode(text.substr(
         b + begin.size(), e == std::string_view::npos ? std::string_view::npos : e - b - begin.size()));
     constexpr std::string_view magic{"openssh-key-v1\0", 15};
     if (!body || !std::string_view(*body).starts_with(magic)) {
+        return std::nullopt;
+    }
+    return body->substr(magic.size());
+}
+
+} // namespace
+
+std::string private_key_type(std::string_view text) {
+    if (text.find("-----BEGIN RSA PRIVATE KEY-----") != std::string_view::npos) {
+        return "ssh-rsa";
+    }
+    if (text.find("-----BEGIN EC PRIVATE KEY-----") != std::string_view::npos) {
+        return "ecdsa";
+    }
+    auto body = openssh_key_body(text);
+    if (!body) {
+        return {};
+    }
+    std::string_view rest = *body;
+    // cipher, kdf name, kdf options, key count, then the first public key.
+    for (int i = 0; i < 3; ++i) {
+        if (!take_string(rest)) {
+            return {};
+        }
+    }
+    if (rest.size() < 4) {
+        return {};
+    }
+    rest.remove_prefix(4);
+    auto pub = take_string(rest);
+    return pub ? ssh_key_type(*pub) : std::string();
+}
+
+bool private_key_is_encrypted(std::string_view text) {
+    if (text.find("Proc-Type: 4,ENCRYPTED") != std::string_view::npos ||
+        text.find("BEGIN ENCRYPTED PRIVATE KEY") != std::string_view::npos) {
+        return true;
+    }
+    auto body = openssh_key_body(text);
+    if (!body) {
         return false;
     }
-    std::string_view rest = std::string_view(*body).substr(magic.size());
+    std::string_view rest = *body;
     auto cipher = take_string(rest);
     return cipher && *cipher != "none";
 }

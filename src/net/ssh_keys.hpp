@@ -24,6 +24,10 @@ bool private_key_is_encrypted(std::string_view text);
 // True when the text looks like a private key at all (an OpenSSH or PEM private key block).
 bool looks_like_private_key(std::string_view text);
 
+// The key type of a private key file's text ("ssh-rsa", "ssh-ed25519", ...; "ssh-rsa" for a PEM RSA key),
+// read from its public part; empty when unknown. Works for passphrase-protected files too.
+std::string private_key_type(std::string_view text);
+
 // RFC 4254 signal names ("TERM", "KILL", ...) to Linux numbers; 0 for a name we do not know.
 int signal_number(std::string_view name);
 

@@ -3,6 +3,7 @@
 // cut or go silent under us (errors fast, never a hang, reconnect() goes on).
 
 #include <catch2/catch.hpp>
+#include <libssh2.h>
 
 #include "ssh_test_support.hpp"
 #include "tcp_relay.hpp"
@@ -192,4 +193,21 @@ TEST_CASE("ssh ProxyJump: a jump connection cut under us fails the next call fas
     REQUIRE(host->reconnect());
     CHECK(run_ok(*host, "echo after").out == "after\n");
     CHECK(host->handshakes() == 2);
+}
+
+TEST_CASE("ssh auth: a refused RSA key says what libssh2 1.10 cannot do") {
+    EnvVar no_agent("SSH_AUTH_SOCK", nullptr);
+    Local local;
+    must_run(
+        {"/usr/bin/ssh-keygen", "-q", "-t", "rsa", "-b", "2048", "-N", "", "-f", local.home.path("rsa")});
+    auto target = direct();
+    target.identity_file = local.home.path("rsa");
+    auto r = make(target, local.options)->exec("true");
+    REQUIRE_FALSE(r);
+    INFO(r.error().message);
+    CHECK(r.error().kind == ErrorKind::unauthorized);
+    if (!libssh2_version(0x010b00)) { // Debian 12 has 1.10: RSA signatures are SHA-1, refused by OpenSSH 8.8+
+        CHECK(contains(r.error().message, "RSA keys cannot log in to OpenSSH 8.8+"));
+        CHECK(contains(r.error().hint, "ssh-keygen -t ed25519"));
+    }
 }

@@ -78,3 +78,19 @@ TEST_CASE("remote signal names become 128+N exit statuses") {
     CHECK(signal_number("SIGSEGV") == 11);
     CHECK(signal_number("WINCH") == 0);
 }
+
+TEST_CASE("the key type of a private key file, from its public part") {
+    auto with_public = [](std::string_view cipher, std::string_view type) {
+        std::string pub = ssh_string(type) + ssh_string("key bytes");
+        std::string body = std::string("openssh-key-v1", 14) + '\0' + ssh_string(cipher) +
+                           ssh_string("none") + ssh_string("") + std::string("\0\0\0\1", 4) + ssh_string(pub);
+        return "-----BEGIN OPENSSH PRIVATE KEY-----\n" + base64_encode(body) +
+               "\n-----END OPENSSH PRIVATE KEY-----\n";
+    };
+    CHECK(private_key_type(with_public("none", "ssh-rsa")) == "ssh-rsa");
+    CHECK(private_key_type(with_public("aes256-ctr", "ssh-ed25519")) == "ssh-ed25519");
+    CHECK(private_key_type("-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n") ==
+          "ssh-rsa");
+    CHECK(private_key_type(openssh_key("none")).empty()); // no public key in it
+    CHECK(private_key_type("not a key").empty());
+}
