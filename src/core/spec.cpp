@@ -127,6 +127,9 @@ nlohmann::json to_redacted_json(const TaskSpec& spec) {
     k8s = nlohmann::json::object();
     put(k8s, "namespace", spec.kubernetes.namespace_name);
     put(k8s, "queue", spec.kubernetes.queue);
+    if (spec.kubernetes.backoff_limit) {
+        k8s["backoff_limit"] = *spec.kubernetes.backoff_limit;
+    }
     if (!spec.kubernetes.pod_config.is_null()) {
         k8s["pod_config"] = spec.kubernetes.pod_config;
     }

@@ -59,7 +59,8 @@ struct SlurmSettings {
 
 struct KubernetesSettings {
     std::optional<std::string> namespace_name, queue;
-    nlohmann::json pod_config; // null when absent
+    std::optional<int> backoff_limit; // the Job's retries of a failed pod (default 0)
+    nlohmann::json pod_config;        // null when absent
 };
 
 // One concrete way to run the task: a resource set with a single accelerator choice. Options in a lower

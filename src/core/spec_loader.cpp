@@ -32,7 +32,7 @@ const std::vector<std::string_view> k_top_keys{"name",    "workdir",     "num_no
                                                "secrets", "file_mounts", "setup",     "run",       "config"};
 const std::vector<std::string_view> k_config_keys{"slurm", "kubernetes"};
 const std::vector<std::string_view> k_slurm_keys{"partition", "account", "qos", "constraint", "time"};
-const std::vector<std::string_view> k_k8s_keys{"namespace", "pod_config", "queue"};
+const std::vector<std::string_view> k_k8s_keys{"backoff_limit", "namespace", "pod_config", "queue"};
 
 class SpecWalker {
 public:
@@ -193,6 +193,12 @@ private:
                     m_w.error(value, field, "must be a mapping (a partial Pod manifest)");
                 } else if (auto j = m_w.to_json(value, field)) {
                     m_spec.kubernetes.pod_config = std::move(*j);
+                }
+            } else if (k == "backoff_limit") {
+                if (auto v = m_w.scalar(value, field)) {
+                    auto n = *v == "0" ? tl::expected<int, std::string>(0) : parse_positive_int(*v);
+                    n ? void(m_spec.kubernetes.backoff_limit = *n)
+                      : m_w.error(value, field, "must be a whole number of retries, 0 or more");
                 }
             } else if (auto v = m_w.scalar(value, field)) {
                 (k == "namespace" ? m_spec.kubernetes.namespace_name : m_spec.kubernetes.queue) = v;

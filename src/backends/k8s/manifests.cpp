@@ -288,7 +288,8 @@ json job_manifest(const TaskSpec& spec, const JobPlan& plan, std::optional<int> 
         over.erase("kind");
         merge_into(tmpl, over);
     }
-    json job_spec = {{"backoffLimit", plan.backoff_limit}, {"template", tmpl}};
+    json job_spec = {{"backoffLimit", spec.kubernetes.backoff_limit.value_or(plan.backoff_limit)},
+                     {"template", tmpl}};
     if (plan.indexed && plan.num_nodes > 1) {
         job_spec["completionMode"] = "Indexed";
         job_spec["completions"] = plan.num_nodes;

@@ -190,6 +190,14 @@ TEST_CASE("config.slurm and config.kubernetes are read") {
     CHECK(errs.size() == 2);
     CHECK(contains(errs, "config.slurm.time: 'forever' is not a Slurm time"));
     CHECK(contains(errs, "config.slurm.partion: unknown field (did you mean 'partition'?)"));
+
+    CHECK(*load_ok("config:\n  kubernetes: {backoff_limit: 3}\nrun: x\n").kubernetes.backoff_limit == 3);
+    CHECK(*load_ok("config:\n  kubernetes: {backoff_limit: 0}\nrun: x\n").kubernetes.backoff_limit == 0);
+    CHECK(!load_ok("run: x\n").kubernetes.backoff_limit);
+    auto bad = errors_of("config:\n  kubernetes:\n    backoff_limit: -1\nrun: x\n");
+    REQUIRE(bad.size() == 1);
+    CHECK(bad[0] ==
+          "task.yaml:3:20: config.kubernetes.backoff_limit: must be a whole number of retries, 0 or more");
 }
 
 TEST_CASE("unknown keys get did-you-mean; cloud-only fields a precise message") {

@@ -152,6 +152,8 @@ TEST_CASE("k8s manifests: a single-node job is one Job with restartPolicy Never 
     CHECK(job["metadata"]["labels"]["tandem.dev/id"] == "42");
     CHECK(job["metadata"]["labels"]["tandem.dev/submit-token"] == "ab12c");
     CHECK(job["spec"]["backoffLimit"] == 0);
+    spec.kubernetes.backoff_limit = 2;
+    CHECK(render(spec, plan_for(1, true)).jobs[0]["spec"]["backoffLimit"] == 2);
     CHECK_FALSE(job["spec"].contains("completionMode"));
     CHECK(job["spec"]["template"]["spec"]["restartPolicy"] == "Never");
     CHECK(job["spec"]["template"]["metadata"]["labels"]["tandem.dev/job"] == "train-42-ab12c");
