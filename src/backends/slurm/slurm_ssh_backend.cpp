@@ -199,16 +199,15 @@ Result<std::string> SlurmSshBackend::render(const TaskSpec& spec, const Placemen
     if (!prepared) {
         return tl::unexpected(prepared.error());
     }
-    std::string head = fmt::format("# ssh {} {}\n", m_host->describe(), cli::sbatch_command({}));
-    if (!spec.secrets.empty()) {
-        std::string names;
-        for (const auto& [name, value] : spec.secrets) {
-            names += (names.empty() ? "" : " ") + name;
-        }
+    std::vector<std::string> names;
+    for (const auto& [name, value] : spec.secrets) {
+        names.push_back(name);
+    }
+    std::string head = fmt::format("# ssh {} {}\n", m_host->describe(), cli::sbatch_command(names));
+    if (!names.empty()) {
         head +=
-            fmt::format("# secrets {} are sent on stdin ahead of the script and reach the job only through "
-                        "sbatch's environment\n",
-                        names);
+            "# the secrets' values are sent on stdin ahead of the script (NUL-terminated, in this order) and "
+            "reach the job only through sbatch's environment\n";
     }
     if (spec.workdir) {
         head += fmt::format("# workdir {} is uploaded to {} first\n", *spec.workdir, workdir);
