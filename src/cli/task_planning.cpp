@@ -60,6 +60,7 @@ Result<Inventory> gather_inventory(Context& ctx, std::chrono::seconds max_age) {
             down.reachable = false;
             down.error = inv.error().message;
             down.error_kind = inv.error().kind;
+            down.error_hint = inv.error().hint;
             inventory.clusters.push_back(std::move(down));
         }
     }
@@ -96,15 +97,17 @@ Error no_placement_error(const PlannedTask& planned) {
         }
     }
     if (down.size() == 1 && planned.inventory.clusters.size() == 1) {
-        return Error{down.front()->error_kind, down.front()->error, ""};
+        return Error{down.front()->error_kind, down.front()->error, down.front()->error_hint};
     }
     std::string message = fmt::format("no configured cluster can run task '{}'", planned.spec.name);
     for (const auto& r : planned.plan.rejections) {
         message += "\n  " + rejection_line(r);
     }
     const bool all_down = !down.empty() && down.size() == planned.inventory.clusters.size();
-    return Error{all_down ? down.front()->error_kind : ErrorKind::invalid_spec, message,
-                 "see `tandem plan FILE` and `tandem infra`"};
+    const std::string hint = all_down && !down.front()->error_hint.empty()
+                                 ? down.front()->error_hint
+                                 : "see `tandem plan FILE` and `tandem infra`";
+    return Error{all_down ? down.front()->error_kind : ErrorKind::invalid_spec, message, hint};
 }
 
 std::string placement_gpus(const TaskSpec& spec, const Placement& placement) {

@@ -37,7 +37,8 @@ struct ClusterInventory {
     std::string name; // "local", "slurm-a", "k8s/prod"
     BackendKind kind = BackendKind::local;
     bool reachable = true;
-    std::string error; // why not reachable
+    std::string error;      // why not reachable
+    std::string error_hint; // how to fix it, when the backend knows (a host key to trust, a token to renew)
     ErrorKind error_kind = ErrorKind::unavailable;
     std::vector<Pool> pools;
 };

@@ -46,6 +46,8 @@ TEST_CASE("ssh: a changed host key is refused with its fingerprint and how to tr
     CHECK(launch.exit_code == 4);
     REQUIRE(launch.err_lines_starting("tandem: error: ").size() == 1);
     CHECK(contains(launch.err, "SHA256:"));
+    CHECK(contains(launch.err, "hint:"));
+    CHECK(contains(launch.err, "ssh-keygen -R")); // the planner passes the backend's hint on
     // A command that asks the backend directly shows the hint (ssh-keygen -R, ssh-keyscan).
     auto logs = lab.tandem({"logs", std::to_string(id)});
     INFO(logs);
