@@ -86,7 +86,10 @@ Error KubeApi::error_for(int status, const nlohmann::json& body, const std::stri
     case 401:
         return Error{
             ErrorKind::unauthorized,
-            fmt::format("{} refused the credentials of {} (401 Unauthorized)", where, user),
+            // The context is named here, not only in the hint: callers that fold this error into
+            // another (the planner's "cannot run anywhere") keep the message alone.
+            fmt::format("{} refused the credentials of {} of context '{}' (401 Unauthorized)", where, user,
+                        m_context.name),
             fmt::format("the token or certificate of context '{}' is wrong or expired; renew it in {}",
                         m_context.name, m_context.source.empty() ? "the kubeconfig" : m_context.source)};
     case 403:
