@@ -29,7 +29,7 @@ std::string unschedulable_task(const std::string& name) {
 
 } // namespace
 
-TEST_CASE("more GPUs than any node has: PENDING with the scheduler's reason; cancel leaves nothing") {
+TEST_CASE("more GPUs than any node has: PENDING with the scheduler's reason, and cancel leaves nothing") {
     K8sHome lab;
     const int id = lab.launch_detached(lab.task("big", unschedulable_task(unique_name("k8s-toobig"))));
     nlohmann::json j;

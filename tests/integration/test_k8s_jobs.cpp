@@ -41,8 +41,8 @@ std::string base64(const std::string& text) {
 
 } // namespace
 
-TEST_CASE("a CPU job runs on the cpu node; env values with kubelet references, dollars, quotes and newlines "
-          "arrive intact") {
+TEST_CASE("a CPU job runs on the cpu node, its env values (kubelet references, dollars, quotes, newlines) "
+          "intact") {
     K8sHome lab;
     const auto name = unique_name("k8s-cpu");
     auto file =
@@ -117,7 +117,7 @@ TEST_CASE("a fractional A100 job gets one MIG slice on the MIG node") {
     CHECK_FALSE(limits.contains("nvidia.com/gpu"));
 }
 
-TEST_CASE("a job exiting 3 ends FAILED with exit code 3; launch --wait returns it") {
+TEST_CASE("a job exiting 3 ends FAILED with exit code 3, which launch --wait returns") {
     K8sHome lab;
     auto file = lab.task("three", "name: " + unique_name("k8s-exit3") +
                                       "\nresources:\n  infra: k8s\nrun: echo before; exit 3\n");
@@ -139,7 +139,7 @@ TEST_CASE("a job exiting 3 ends FAILED with exit code 3; launch --wait returns i
     CHECK(r0.exit_code == 0);
 }
 
-TEST_CASE("a 2-node job runs both ranks; logs show rank prefixes and --node selects one") {
+TEST_CASE("a 2-node job runs both ranks, logs show rank prefixes and --node selects one") {
     K8sHome lab;
     const auto name = unique_name("k8s-two");
     auto file = lab.task("two", "name: " + name +
