@@ -170,12 +170,12 @@ const json* job_for_rank(const JobView& view, int rank) {
 PodObservation rank_state(const JobView& view, const std::vector<PodInfo>& pods, int rank) {
     PodObservation o;
     const json* job = job_for_rank(view, rank);
-    if (job == nullptr) {
+    if (job == nullptr && !view.jobs_unread) {
         o.state = JobState::pending;
         o.reason = "its Kubernetes Job is missing";
         return o;
     }
-    if (condition(*job, "Complete") != nullptr) {
+    if (job != nullptr && condition(*job, "Complete") != nullptr) {
         o.state = JobState::succeeded;
         return o;
     }
@@ -186,7 +186,7 @@ PodObservation rank_state(const JobView& view, const std::vector<PodInfo>& pods,
         }
     }
     if (newest == nullptr) {
-        const auto name = fields::str_at(*job, "metadata", "name");
+        const auto name = job ? fields::str_at(*job, "metadata", "name") : std::string();
         const auto message = detail::latest_event_message(view.events, "Job", name, "FailedCreate");
         o.state = JobState::pending;
         o.reason = message.empty() ? "waiting for the Job controller to create the pod" : message;
@@ -302,9 +302,28 @@ std::map<std::string, JobView> group_by_tandem_job(const json& job_list, const j
     return out;
 }
 
+bool pods_decide(const JobView& view) {
+    std::set<int> ranks;
+    for (const json* pod : view.pods) {
+        const json* phase = fields::at(*pod, "status", "phase");
+        const bool live =
+            phase != nullptr && phase->is_string() && (*phase == "Pending" || *phase == "Running");
+        if (!live || fields::at(*pod, "metadata", "deletionTimestamp") != nullptr) {
+            return false;
+        }
+        ranks.insert(rank_of_pod(*pod));
+    }
+    for (int r = 0; r < std::max(1, view.expected_ranks); ++r) {
+        if (ranks.count(r) == 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
 JobUpdate to_job_update(const JobView& view) {
     JobUpdate u;
-    if (view.jobs.empty()) {
+    if (view.jobs.empty() && !view.jobs_unread) {
         u.state = JobState::unknown;
         u.reason = view.pods.empty() ? "the Kubernetes Job is gone (deleted, or removed after it ended)"
                                      : "the Kubernetes Job is gone but its pods remain";

@@ -40,6 +40,9 @@ struct JobView {
     std::vector<const nlohmann::json*> pods;
     std::vector<const nlohmann::json*> events;
     int expected_ranks = 1;
+    // The Job list was not read because the pods alone decide the state (pods_decide() was true): an
+    // empty `jobs` then means "not read", not "gone".
+    bool jobs_unread = false;
 };
 
 // Groups a Job list and a pod list (and optional event list) of one namespace by tandem.dev/job.
@@ -56,6 +59,11 @@ std::map<std::string, JobView> group_by_tandem_job(const nlohmann::json& job_lis
 // code 3"). started_at: the earliest container start; ended_at: the Job's completionTime, else the
 // latest container finishedAt, else when the Failed condition was set.
 JobUpdate to_job_update(const JobView& view);
+
+// True when the pods alone decide the job's state, so `status` may skip listing the Jobs: every rank has
+// a pod, and every pod is Pending or Running and not being deleted. Anything that may be an ending (a
+// pod that ended or is deleted, a rank without a pod, a suspended Job) needs the Job's conditions.
+bool pods_decide(const JobView& view);
 
 // RFC 3339 ("2026-12-02T16:22:21Z", "...T16:22:21.123456Z", "...T18:22:21+02:00") -> Unix seconds.
 std::optional<std::int64_t> parse_rfc3339(std::string_view text);

@@ -340,27 +340,55 @@ Result<std::string> K8sBackend::submit(const TaskSpec& spec, const Placement& pl
     return ns + "/" + plan->base_name;
 }
 
+// Pods first: while every rank of every job has a live pod (the common case for a busy namespace), the
+// pods decide and the Job list is not read, so a refresh is one request. Anything that may be an ending
+// reads the Jobs too (their conditions decide it).
 Result<std::vector<JobUpdate>> K8sBackend::refresh(const std::vector<JobRecord>& jobs) {
-    std::map<std::string, std::pair<json, json>> lists; // namespace -> (Jobs, pods)
+    struct Lists {
+        json jobs = json{{"items", json::array()}};
+        json pods;
+        bool jobs_read = false;
+    };
+    std::map<std::string, Lists> lists; // by namespace
     const std::string selector = "?labelSelector=" + query_escape(managed_selector());
     for (const auto& job : jobs) {
         const auto ns = split_remote_id(job.remote_id, m_settings.namespace_name).first;
         if (lists.count(ns)) {
             continue;
         }
-        auto job_list = m_api.call("GET", jobs_path(ns) + selector);
-        if (!job_list) {
-            return tl::unexpected(job_list.error());
-        }
-        auto pod_list = m_api.call("GET", core_path(ns, "pods") + selector);
+        auto pod_list = m_api.list_for_status(core_path(ns, "pods") + selector);
         if (!pod_list) {
             return tl::unexpected(pod_list.error());
         }
-        lists[ns] = {std::move(job_list->body), std::move(pod_list->body)};
+        lists[ns].pods = std::move(pod_list->body);
     }
+    auto views_of = [&](const std::string& ns) {
+        return group_by_tandem_job(lists[ns].jobs, lists[ns].pods, nullptr);
+    };
     std::map<std::string, std::map<std::string, JobView>> groups;
-    for (const auto& [ns, l] : lists) {
-        groups[ns] = group_by_tandem_job(l.first, l.second, nullptr);
+    for (auto& [ns, l] : lists) {
+        groups[ns] = views_of(ns);
+    }
+    for (const auto& job : jobs) {
+        const auto [ns, base] = split_remote_id(job.remote_id, m_settings.namespace_name);
+        Lists& l = lists[ns];
+        if (l.jobs_read) {
+            continue;
+        }
+        JobView view;
+        if (auto it = groups[ns].find(base); it != groups[ns].end()) {
+            view = it->second;
+        }
+        view.expected_ranks = job.num_nodes;
+        if (!pods_decide(view)) {
+            auto job_list = m_api.list_for_status(jobs_path(ns) + selector);
+            if (!job_list) {
+                return tl::unexpected(job_list.error());
+            }
+            l.jobs = std::move(job_list->body);
+            l.jobs_read = true;
+            groups[ns] = views_of(ns);
+        }
     }
     std::vector<JobUpdate> updates;
     for (const auto& job : jobs) {
@@ -370,6 +398,7 @@ Result<std::vector<JobUpdate>> K8sBackend::refresh(const std::vector<JobRecord>&
             view = it->second;
         }
         view.expected_ranks = job.num_nodes;
+        view.jobs_unread = !lists[ns].jobs_read;
         updates.push_back(to_job_update(view));
     }
     return updates;

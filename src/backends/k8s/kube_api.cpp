@@ -119,6 +119,16 @@ Error KubeApi::error_for(int status, const nlohmann::json& body, const std::stri
 Result<ApiAnswer> KubeApi::call(const std::string& method, const std::string& path,
                                 const nlohmann::json& body, std::vector<int> pass, bool idempotent,
                                 const std::string& content_type) {
+    return exchange(method, path, body, pass, idempotent, content_type, false);
+}
+
+Result<ApiAnswer> KubeApi::list_for_status(const std::string& path) {
+    return exchange("GET", path, {}, {}, true, "application/json", true);
+}
+
+Result<ApiAnswer> KubeApi::exchange(const std::string& method, const std::string& path,
+                                    const nlohmann::json& body, const std::vector<int>& pass, bool idempotent,
+                                    const std::string& content_type, bool slim) {
     if (auto ok = ensure_client(); !ok) {
         return tl::unexpected(ok.error());
     }
@@ -142,7 +152,26 @@ Result<ApiAnswer> KubeApi::call(const std::string& method, const std::string& pa
     ApiAnswer answer;
     answer.status = response->status;
     if (!response->body.empty()) {
-        answer.body = nlohmann::json::parse(response->body, nullptr, false);
+        // {"items": [{"spec": {...}}]}: item keys are at depth 3, spec's keys at depth 4.
+        std::string section;
+        nlohmann::json::parser_callback_t keep = [&section](int depth, nlohmann::json::parse_event_t event,
+                                                            nlohmann::json& parsed) {
+            if (event != nlohmann::json::parse_event_t::key) {
+                return true;
+            }
+            const auto& key = parsed.get_ref<const std::string&>();
+            if (key == "managedFields") {
+                return false;
+            }
+            if (depth == 3) {
+                section = key;
+            } else if (depth == 4 && section == "spec") {
+                return key == "nodeName" || key == "completions" || key == "completionMode" ||
+                       key == "parallelism";
+            }
+            return true;
+        };
+        answer.body = nlohmann::json::parse(response->body, slim ? keep : nullptr, false);
         if (answer.body.is_discarded()) {
             std::string excerpt = one_line(response->body.substr(0, 120));
             return fail(ErrorKind::remote,

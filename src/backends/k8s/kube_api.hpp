@@ -38,6 +38,10 @@ public:
     Result<ApiAnswer> call(const std::string& method, const std::string& path,
                            const nlohmann::json& body = {}, std::vector<int> pass = {},
                            bool idempotent = true, const std::string& content_type = "application/json");
+    // A GET of a List for the state mapping: its items keep metadata (without managedFields), status, and
+    // of spec only what job_state reads (nodeName, completions, completionMode, parallelism). Building
+    // the rest of a pod list would cost more than the request.
+    Result<ApiAnswer> list_for_status(const std::string& path);
     // A streamed GET (pods/log?follow, ?watch): pieces as they arrive; `on_chunk` returning false stops.
     Status stream(const std::string& path, const std::function<bool(std::string_view)>& on_chunk,
                   std::vector<int> pass = {}, int* status = nullptr);
@@ -47,6 +51,9 @@ public:
                     const std::string& path) const;
 
 private:
+    Result<ApiAnswer> exchange(const std::string& method, const std::string& path, const nlohmann::json& body,
+                               const std::vector<int>& pass, bool idempotent, const std::string& content_type,
+                               bool slim);
     Status ensure_client();
     net::Headers auth_headers() const;
 

@@ -50,3 +50,34 @@ TEST_CASE("state recorded: every job of the namespace mapped") {
     CHECK(secret.state == JobState::pending);
     CHECK(secret.reason == "CreateContainerConfigError: secret 'tandem-6-secrets' not found");
 }
+
+TEST_CASE("state recorded: the pods alone decide live jobs, and give the same state as with the Jobs") {
+    const auto jobs = k8s_fixture("recorded-v1.20/jobs.json");
+    const auto pods = k8s_fixture("recorded-v1.20/pods.json");
+    const auto with_jobs = group_by_tandem_job(jobs, pods, nullptr);
+    const nlohmann::json no_jobs = {{"items", nlohmann::json::array()}};
+    const auto pods_only = group_by_tandem_job(no_jobs, pods, nullptr);
+
+    // Running, unschedulable (Pending) and waiting for a Secret: live pods, so the pods decide.
+    for (const char* live : {"tandem-3-serve", "tandem-5-big", "tandem-6-secret"}) {
+        INFO(live);
+        auto view = pods_only.at(live);
+        CHECK(pods_decide(view));
+        view.jobs_unread = true;
+        const auto alone = to_job_update(view);
+        const auto full = to_job_update(with_jobs.at(live));
+        CHECK(alone.state == full.state);
+        CHECK(alone.reason == full.reason);
+        CHECK(alone.started_at == full.started_at);
+    }
+    // Ended pods need the Job's conditions.
+    CHECK_FALSE(pods_decide(pods_only.at("tandem-1-hello")));
+    CHECK_FALSE(pods_decide(pods_only.at("tandem-2-train")));
+    // A rank without a pod needs the Jobs too.
+    auto serve = pods_only.at("tandem-3-serve");
+    serve.expected_ranks = 2;
+    CHECK_FALSE(pods_decide(serve));
+    // Not read is not gone: an empty view whose Jobs were not read is still UNKNOWN only when it has no pods.
+    JobView gone;
+    CHECK(to_job_update(gone).state == JobState::unknown);
+}
