@@ -116,9 +116,20 @@ std::vector<std::string> strings(const nlohmann::json& object, std::string_view 
 }
 
 bool is_job_field(std::string_view key) {
-    static constexpr std::string_view fields[] = {"job_id",    "name",           "job_state", "state_reason",
-                                                  "exit_code", "start_time",     "end_time",  "nodes",
-                                                  "comment",   "standard_output"};
+    // The timestamps past end_time date the answer (latest_job_event) for incremental refreshes.
+    static constexpr std::string_view fields[] = {"job_id",
+                                                  "name",
+                                                  "job_state",
+                                                  "state_reason",
+                                                  "exit_code",
+                                                  "start_time",
+                                                  "end_time",
+                                                  "nodes",
+                                                  "comment",
+                                                  "standard_output",
+                                                  "submit_time",
+                                                  "eligible_time",
+                                                  "last_sched_evaluation"};
     return std::find(std::begin(fields), std::end(fields), key) != std::end(fields);
 }
 

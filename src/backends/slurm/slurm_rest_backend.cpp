@@ -14,6 +14,8 @@
 #include <fmt/format.h>
 
 #include "backends/file_log.hpp"
+#include "backends/slurm/jobs_skim.hpp"
+#include "backends/slurm/jobs_snapshot.hpp"
 #include "backends/slurm/rank_output.hpp"
 #include "backends/slurm/remote_log.hpp"
 #include "backends/slurm/rest_json.hpp"
@@ -53,6 +55,7 @@ SlurmRestBackend::SlurmRestBackend(std::string cluster, SlurmSettings settings, 
     : m_cluster(std::move(cluster)), m_settings(std::move(settings)),
       m_cache_file(state_dir + "/cache/slurm-api-" + m_cluster + ".json"),
       m_inventory_file(state_dir + "/cache/slurm-inventory-" + m_cluster + ".json"),
+      m_jobs_snapshot_file(state_dir + "/cache/slurm-jobs-" + m_cluster + ".json"),
       m_jobs_dir(state_dir + "/jobs"), m_http(std::move(http)) {}
 
 // Slurm job ids are not unique over time (a reinstalled cluster starts at 1 again) nor across clusters
@@ -95,6 +98,9 @@ Result<nlohmann::json> SlurmRestBackend::call(const std::string& method, const s
     request.timeout = m_settings.timeout;
     request.idempotent = idempotent;
     request.pass_statuses = {400, 404, 500};
+    if (jobs_only) {
+        request.pass_statuses.push_back(304);
+    }
     auto response = m_http->request(request);
     auto named = [&](Error e) {
         e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
@@ -106,14 +112,19 @@ Result<nlohmann::json> SlurmRestBackend::call(const std::string& method, const s
     if (!response) {
         return named(response.error());
     }
-    // For GET /jobs, keep only the fields the parser reads (depth 3: {"jobs": [{field: ...}]}); building
-    // the rest of a 1 MB answer would cost more than the request.
-    nlohmann::json::parser_callback_t keep_job_fields = [](int depth, nlohmann::json::parse_event_t event,
-                                                           nlohmann::json& parsed) {
-        return !(event == nlohmann::json::parse_event_t::key && depth == 3 && parsed.is_string() &&
-                 !slurm::rest::is_job_field(parsed.get_ref<const std::string&>()));
-    };
-    nlohmann::json json = nlohmann::json::parse(response->body, jobs_only ? keep_job_fields : nullptr, false);
+    // A 304 answers an incremental GET /jobs (jobs_snapshot.hpp): nothing changed, no body.
+    if (jobs_only && response->status == 304) {
+        return nlohmann::json();
+    }
+    // For GET /jobs, parse only the members the job parsers read (jobs_skim.hpp): building the rest of the
+    // answer would cost more than the request. Anything the skimmer cannot read is parsed in full below,
+    // which says what is wrong with it.
+    if (jobs_only && response->status < 400) {
+        if (auto skimmed = slurm::rest::skim_jobs(response->body, slurm::rest::is_job_field)) {
+            return std::move(*skimmed);
+        }
+    }
+    nlohmann::json json = nlohmann::json::parse(response->body, nullptr, false);
     if (json.is_discarded()) {
         std::string excerpt = response->body.substr(0, 120);
         std::replace(excerpt.begin(), excerpt.end(), '\n', ' ');
@@ -340,7 +351,8 @@ Result<SubmitPlan> SlurmRestBackend::submit_plan(const TaskSpec& spec, const Pla
     plan.qos = spec.slurm.qos;
     plan.constraint = spec.slurm.constraint;
     plan.working_directory = spec.workdir.value_or(m_settings.home);
-    plan.output_pattern = fmt::format("{}/{}-%j.out", m_settings.home, plan.submit_token); // tandem-<hex>-<id>
+    plan.output_pattern =
+        fmt::format("{}/{}-%j.out", m_settings.home, plan.submit_token); // tandem-<hex>-<id>
     plan.environment = {
         {"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", m_settings.home}, {"USER", m_settings.rest->user}};
     for (const auto& kv : spec.envs) {
@@ -454,77 +466,6 @@ Result<std::string> SlurmRestBackend::submit(const TaskSpec& given, const Placem
     }
     remember_output(job_id, plan, *id);
     return *id;
-}
-
-Result<std::vector<SlurmJob>> SlurmRestBackend::list_jobs() {
-    auto choice = api();
-    if (!choice) {
-        return tl::unexpected(choice.error());
-    }
-    auto body = call("GET", path("slurm", "/jobs"), "", true, true);
-    if (!body) {
-        return tl::unexpected(body.error());
-    }
-    return choice->version == ApiVersion::v0_0_38 ? v0038::parse_jobs(*body) : v0040::parse_jobs(*body);
-}
-
-Result<std::optional<SlurmJob>> SlurmRestBackend::accounting_job(const std::string& slurm_id) {
-    if (!m_api->accounting) {
-        return std::optional<SlurmJob>{};
-    }
-    auto body = call("GET", path("slurmdb", "/job/" + slurm_id), "", true);
-    if (!body) {
-        if (body.error().kind == ErrorKind::not_found) {
-            return std::optional<SlurmJob>{};
-        }
-        return tl::unexpected(body.error());
-    }
-    auto jobs =
-        m_api->version == ApiVersion::v0_0_38 ? v0038::parse_db_jobs(*body) : v0040::parse_db_jobs(*body);
-    if (!jobs) {
-        return tl::unexpected(jobs.error());
-    }
-    for (const auto& j : *jobs) {
-        if (j.job_id == slurm_id) {
-            return std::optional<SlurmJob>{j};
-        }
-    }
-    return std::optional<SlurmJob>{};
-}
-
-Result<std::vector<JobUpdate>> SlurmRestBackend::refresh(const std::vector<JobRecord>& jobs) {
-    // One GET of every job slurmctld holds, whatever the number of tandem jobs.
-    auto listed = list_jobs();
-    if (!listed) {
-        return tl::unexpected(listed.error());
-    }
-    std::map<std::string, const SlurmJob*> by_id;
-    for (const auto& j : *listed) {
-        by_id[j.job_id] = &j;
-    }
-    std::vector<JobUpdate> out;
-    out.reserve(jobs.size());
-    for (const auto& job : jobs) {
-        if (auto it = by_id.find(job.remote_id); it != by_id.end()) {
-            out.push_back(to_job_update(*it->second));
-            continue;
-        }
-        // Gone from slurmctld (MinJobAge): its final state is in accounting.
-        auto accounted = accounting_job(job.remote_id);
-        if (!accounted) {
-            return tl::unexpected(accounted.error());
-        }
-        if (*accounted) {
-            out.push_back(to_job_update(**accounted));
-        } else {
-            out.push_back(
-                JobUpdate{JobState::unknown,
-                          fmt::format("Slurm job {} has left slurmctld and accounting has no record of it",
-                                      job.remote_id),
-                          std::nullopt, std::nullopt, std::nullopt});
-        }
-    }
-    return out;
 }
 
 Status SlurmRestBackend::cancel(const JobRecord& job) {

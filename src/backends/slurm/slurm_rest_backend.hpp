@@ -57,7 +57,19 @@ private:
     // What submit sends and render shows, built once for both.
     Result<Prepared> prepare_submit(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
                                     bool mask_secrets);
+    // slurm_rest_jobs.cpp: GET /jobs (skimmed), incremental with a snapshot, accounting for the rest.
     Result<std::vector<SlurmJob>> list_jobs();
+    // The skimmed answer of GET /jobs, or nullopt for a 304 to `?update_time=since`.
+    Result<std::optional<nlohmann::json>> jobs_answer(std::optional<std::int64_t> since);
+    Result<std::vector<SlurmJob>> parse_job_list(const nlohmann::json& answer) const;
+    // One update per job; a job missing from `listed` is read from accounting.
+    Result<std::vector<JobUpdate>> updates_from(const std::vector<SlurmJob>& listed,
+                                                const std::vector<JobRecord>& jobs);
+    // The updates from the snapshot or from an incremental answer; nullopt when a full GET must decide.
+    Result<std::optional<std::vector<JobUpdate>>> incremental_refresh(const std::vector<JobRecord>& jobs,
+                                                                      const std::vector<std::string>& ids);
+    void store_snapshot(std::int64_t sent_at, const nlohmann::json& answer,
+                        const std::vector<std::string>& ids);
     Result<std::optional<SlurmJob>> accounting_job(const std::string& slurm_id);
     std::optional<std::string> find_by_token(const std::string& token);
     void remember_output(std::int64_t job_id, const SubmitPlan& plan, const std::string& slurm_id) const;
@@ -68,6 +80,7 @@ private:
     SlurmSettings m_settings;
     std::string m_cache_file;
     std::string m_inventory_file;
+    std::string m_jobs_snapshot_file;
     std::string m_jobs_dir;
     std::unique_ptr<net::HttpClient> m_http;
     std::optional<ApiChoice> m_api;

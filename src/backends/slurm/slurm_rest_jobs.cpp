@@ -1,0 +1,212 @@
+// Reading job states from slurmrestd: one GET /slurm/VER/jobs for every job of a cluster, skimmed rather
+// than parsed (jobs_skim.hpp); when the last full answer covered the same jobs, first only "has anything
+// changed since?" (`?update_time=`, answered 304 when nothing has; jobs_snapshot.hpp). Jobs that left
+// slurmctld (MinJobAge) are read from accounting, /slurmdb/VER/job/ID.
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "backends/slurm/jobs_skim.hpp"
+#include "backends/slurm/jobs_snapshot.hpp"
+#include "backends/slurm/rest_v0038.hpp"
+#include "backends/slurm/rest_v0040.hpp"
+#include "backends/slurm/slurm_rest_backend.hpp"
+
+namespace tandem::slurm {
+
+namespace {
+
+std::int64_t now_seconds() {
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+} // namespace
+
+Result<std::optional<nlohmann::json>> SlurmRestBackend::jobs_answer(std::optional<std::int64_t> since) {
+    auto choice = api();
+    if (!choice) {
+        return tl::unexpected(choice.error());
+    }
+    const std::string query = since ? fmt::format("/jobs?update_time={}", *since) : "/jobs";
+    auto body = call("GET", path("slurm", query), "", true, true);
+    if (!body) {
+        return tl::unexpected(body.error());
+    }
+    if (body->is_null()) {
+        if (!since) { // a 304 nobody asked for
+            return fail(
+                ErrorKind::remote,
+                fmt::format("cluster {}: slurmrestd answered GET /jobs with 304 Not Modified", m_cluster));
+        }
+        return std::optional<nlohmann::json>{};
+    }
+    return std::optional<nlohmann::json>{std::move(*body)};
+}
+
+Result<std::vector<SlurmJob>> SlurmRestBackend::parse_job_list(const nlohmann::json& answer) const {
+    return m_api->version == ApiVersion::v0_0_38 ? v0038::parse_jobs(answer) : v0040::parse_jobs(answer);
+}
+
+Result<std::vector<SlurmJob>> SlurmRestBackend::list_jobs() {
+    auto answer = jobs_answer(std::nullopt);
+    if (!answer) {
+        return tl::unexpected(answer.error());
+    }
+    return parse_job_list(**answer);
+}
+
+Result<std::optional<SlurmJob>> SlurmRestBackend::accounting_job(const std::string& slurm_id) {
+    if (!m_api->accounting) {
+        return std::optional<SlurmJob>{};
+    }
+    auto body = call("GET", path("slurmdb", "/job/" + slurm_id), "", true);
+    if (!body) {
+        if (body.error().kind == ErrorKind::not_found) {
+            return std::optional<SlurmJob>{};
+        }
+        return tl::unexpected(body.error());
+    }
+    auto jobs =
+        m_api->version == ApiVersion::v0_0_38 ? v0038::parse_db_jobs(*body) : v0040::parse_db_jobs(*body);
+    if (!jobs) {
+        return tl::unexpected(jobs.error());
+    }
+    for (const auto& j : *jobs) {
+        if (j.job_id == slurm_id) {
+            return std::optional<SlurmJob>{j};
+        }
+    }
+    return std::optional<SlurmJob>{};
+}
+
+Result<std::vector<JobUpdate>> SlurmRestBackend::updates_from(const std::vector<SlurmJob>& listed,
+                                                              const std::vector<JobRecord>& jobs) {
+    std::map<std::string, const SlurmJob*> by_id;
+    for (const auto& j : listed) {
+        by_id[j.job_id] = &j;
+    }
+    std::vector<JobUpdate> out;
+    out.reserve(jobs.size());
+    for (const auto& job : jobs) {
+        if (auto it = by_id.find(job.remote_id); it != by_id.end()) {
+            out.push_back(to_job_update(*it->second));
+            continue;
+        }
+        // Gone from slurmctld (MinJobAge): its final state is in accounting.
+        auto accounted = accounting_job(job.remote_id);
+        if (!accounted) {
+            return tl::unexpected(accounted.error());
+        }
+        if (*accounted) {
+            out.push_back(to_job_update(**accounted));
+        } else {
+            out.push_back(
+                JobUpdate{JobState::unknown,
+                          fmt::format("Slurm job {} has left slurmctld and accounting has no record of it",
+                                      job.remote_id),
+                          std::nullopt, std::nullopt, std::nullopt});
+        }
+    }
+    return out;
+}
+
+void SlurmRestBackend::store_snapshot(std::int64_t sent_at, const nlohmann::json& answer,
+                                      const std::vector<std::string>& ids) {
+    const auto since = snapshot_since(sent_at, rest::latest_job_event(answer));
+    auto content =
+        make_snapshot(m_settings.rest->url, std::string(to_string(m_api->version)), since, answer, ids);
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(m_jobs_snapshot_file).parent_path(), ec);
+    // Written whole and renamed, so a concurrent reader never sees half a file.
+    const std::string tmp = m_jobs_snapshot_file + ".tmp" + std::to_string(::getpid());
+    {
+        std::ofstream out(tmp);
+        out << content;
+        if (!out) {
+            std::filesystem::remove(tmp, ec);
+            return; // no snapshot: the next refresh is a full one, which is only slower
+        }
+    }
+    std::filesystem::rename(tmp, m_jobs_snapshot_file, ec);
+}
+
+Result<std::optional<std::vector<JobUpdate>>>
+SlurmRestBackend::incremental_refresh(const std::vector<JobRecord>& jobs,
+                                      const std::vector<std::string>& ids) {
+    using Maybe = std::optional<std::vector<JobUpdate>>;
+    std::ifstream in(m_jobs_snapshot_file);
+    if (!in) {
+        return Maybe{};
+    }
+    const auto content = nlohmann::json::parse(in, nullptr, false);
+    auto snapshot = read_snapshot(content, m_settings.rest->url, std::string(to_string(m_api->version)), ids);
+    if (!snapshot) {
+        return Maybe{};
+    }
+    const auto sent_at = now_seconds();
+    auto answer = jobs_answer(snapshot->since);
+    if (!answer) {
+        return tl::unexpected(answer.error());
+    }
+    auto listed = parse_job_list(*answer ? **answer : snapshot->answer);
+    if (!listed) {
+        return tl::unexpected(listed.error());
+    }
+    std::map<std::string, bool> present;
+    for (const auto& j : *listed) {
+        present[j.job_id] = true;
+    }
+    for (const auto& id : ids) {
+        if (!present[id]) {
+            return Maybe{}; // left slurmctld, or a server that lists only changed jobs: ask in full
+        }
+    }
+    if (*answer) {
+        store_snapshot(sent_at, **answer, ids);
+    }
+    auto updates = updates_from(*listed, jobs);
+    if (!updates) {
+        return tl::unexpected(updates.error());
+    }
+    return Maybe(std::in_place, std::move(*updates));
+}
+
+Result<std::vector<JobUpdate>> SlurmRestBackend::refresh(const std::vector<JobRecord>& jobs) {
+    auto choice = api();
+    if (!choice) {
+        return tl::unexpected(choice.error());
+    }
+    std::vector<std::string> ids;
+    ids.reserve(jobs.size());
+    for (const auto& job : jobs) {
+        ids.push_back(job.remote_id);
+    }
+    auto incremental = incremental_refresh(jobs, ids);
+    if (!incremental) {
+        return tl::unexpected(incremental.error());
+    }
+    if (*incremental) {
+        return std::move(**incremental);
+    }
+    // One GET of every job slurmctld holds, whatever the number of tandem jobs.
+    const auto sent_at = now_seconds();
+    auto answer = jobs_answer(std::nullopt);
+    if (!answer) {
+        return tl::unexpected(answer.error());
+    }
+    auto listed = parse_job_list(**answer);
+    if (!listed) {
+        return tl::unexpected(listed.error());
+    }
+    store_snapshot(sent_at, **answer, ids);
+    return updates_from(*listed, jobs);
+}
+
+} // namespace tandem::slurm
