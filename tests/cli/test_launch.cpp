@@ -244,7 +244,7 @@ TEST_CASE("the job outlives the CLI and its outcome is recorded with no tandem w
     CHECK(job["exit_code"] == 0);
 }
 
-TEST_CASE("Ctrl-C while following stops following; the job keeps running", "[launch]") {
+TEST_CASE("Ctrl-C while following stops following, the job keeps running", "[launch]") {
     TempHome t;
     const std::string marker = t.path("finished-marker");
     const auto task = t.write("survivor.yaml", "name: survivor\n"

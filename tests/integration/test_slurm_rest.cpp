@@ -85,7 +85,7 @@ TEST_CASE("a job exiting 3 ends FAILED with exit code 3") {
     CHECK(lab.tandem({"status", "1", "--exit-code"}).exit_code == 3);
 }
 
-TEST_CASE("cancel of a running and of a pending job; both end CANCELLED") {
+TEST_CASE("cancel of a running and of a pending job, both end CANCELLED") {
     SlurmHome lab;
     // Two jobs that each want every GPU of both gpu nodes: the second must wait for the first.
     auto file = lab.task("hog", "name: hog\nnum_nodes: 2\nresources:\n  accelerators: H100:8\n"

@@ -62,7 +62,7 @@ TEST_CASE("a 401 names the cluster, the user and the context in the message itse
     CHECK(sent);
 }
 
-TEST_CASE("a 409 passed by the caller comes back as an answer; unpassed it is a remote error") {
+TEST_CASE("a 409 passed by the caller comes back as an answer, unpassed it is a remote error") {
     const std::string body = R"({"kind":"Status","message":"jobs.batch \"x\" already exists",)"
                              R"("reason":"AlreadyExists","code":409})";
     auto passed =

@@ -206,7 +206,9 @@ TEST_CASE("the backend table makes local backends and refuses unknown settings")
     auto no_rest = backends::make_backend(slurm, {"/tmp", {}});
     REQUIRE_FALSE(no_rest);
     CHECK(no_rest.error().kind == ErrorKind::config);
-    CHECK(no_rest.error().message.find("clusters.hpc.rest: is required") != std::string::npos);
+    CHECK(no_rest.error().message.find(
+              "clusters.hpc.rest: a slurm cluster needs rest: (slurmrestd), ssh: (a login node), or both") !=
+          std::string::npos);
 }
 
 TEST_CASE("following a file that is replaced starts again from its beginning") {
@@ -221,11 +223,12 @@ TEST_CASE("following a file that is replaced starts again from its beginning") {
         }
         return polls >= 4;
     };
-    REQUIRE(backends::stream_file(file, LogOptions{true, std::nullopt, std::nullopt},
-                                  [&](std::string_view chunk) {
-                                      seen += chunk;
-                                      return true;
-                                  },
-                                  ended, std::chrono::milliseconds(1)));
+    REQUIRE(backends::stream_file(
+        file, LogOptions{true, std::nullopt, std::nullopt},
+        [&](std::string_view chunk) {
+            seen += chunk;
+            return true;
+        },
+        ended, std::chrono::milliseconds(1)));
     CHECK(seen == "old output from another job\nnew\n");
 }

@@ -200,7 +200,7 @@ TEST_CASE("config.slurm and config.kubernetes are read") {
           "task.yaml:3:20: config.kubernetes.backoff_limit: must be a whole number of retries, 0 or more");
 }
 
-TEST_CASE("unknown keys get did-you-mean; cloud-only fields a precise message") {
+TEST_CASE("unknown keys get did-you-mean, cloud-only fields a precise message") {
     auto errs =
         errors_of("nmae: x\nresources:\n  acelerators: H100:8\n  instance_type: p4d.24xlarge\nrun: x\n");
     REQUIRE(errs.size() == 3);
