@@ -169,12 +169,14 @@ TEST_CASE("configuration errors are exit 2 with the config file's position", "[c
             CHECK(contains(r.err, "slurmm"));
         }
     }
-    SECTION("a slurm cluster without its rest settings") {
+    SECTION("a slurm cluster with neither rest nor ssh settings") {
         t.write_config("clusters: [{name: a, type: slurm}]\n");
         auto r = t.tandem({"launch", task});
         INFO(r);
         CHECK(r.exit_code == 2);
-        CHECK(contains(r.err, "clusters.a.rest: is required"));
+        CHECK(contains(
+            r.err,
+            "clusters.a.rest: a slurm cluster needs rest: (slurmrestd), ssh: (a login node), or both"));
         CHECK(contains(r.err, config + ":1:"));
         CHECK(t.jobs_json().empty());
         auto check = t.tandem({"check"});

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/inventory_cache.hpp"
 #include "backends/k8s/job_state.hpp"
 #include "backends/k8s/labels.hpp"
 #include "backends/k8s/node_inventory.hpp"
@@ -137,7 +138,8 @@ Result<std::string> K8sBackend::check() {
 
 Result<ClusterInventory> K8sBackend::inventory(std::chrono::seconds max_age) {
     if (max_age.count() > 0) {
-        if (auto cached = cached_inventory(max_age)) {
+        if (auto cached = backends::read_inventory_cache(m_inventory_file, m_api.context().server, m_cluster,
+                                                         BackendKind::kubernetes, max_age)) {
             m_inventory = *cached;
             return *cached;
         }
@@ -162,36 +164,8 @@ Result<ClusterInventory> K8sBackend::inventory(std::chrono::seconds max_age) {
     }
     ClusterInventory inv = pools_from(m_cluster, nodes->body, pods->body);
     m_inventory = inv;
-    store_inventory(inv);
+    backends::write_inventory_cache(m_inventory_file, m_api.context().server, inv);
     return inv;
-}
-
-std::optional<ClusterInventory> K8sBackend::cached_inventory(std::chrono::seconds max_age) const {
-    auto j = read_json_file(m_inventory_file);
-    if (!j.is_object() || j.value("server", "") != m_api.context().server ||
-        now_seconds() - j.value("at", std::int64_t{0}) > max_age.count() || !j.contains("pools")) {
-        return std::nullopt;
-    }
-    ClusterInventory inv;
-    inv.name = m_cluster;
-    inv.kind = BackendKind::kubernetes;
-    for (const auto& pj : j["pools"]) {
-        auto pool = pool_from_json(pj);
-        if (!pool) {
-            return std::nullopt;
-        }
-        inv.pools.push_back(std::move(*pool));
-    }
-    return inv;
-}
-
-void K8sBackend::store_inventory(const ClusterInventory& inv) const {
-    json pools = json::array();
-    for (const auto& p : inv.pools) {
-        pools.push_back(to_json(p));
-    }
-    write_json_file(m_inventory_file,
-                    {{"server", m_api.context().server}, {"at", now_seconds()}, {"pools", pools}});
 }
 
 std::string K8sBackend::namespace_for(const TaskSpec& spec) const {

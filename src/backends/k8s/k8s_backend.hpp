@@ -43,8 +43,6 @@ private:
     Status create(const std::string& path, const nlohmann::json& object, const std::string& token,
                   nlohmann::json* created);
     std::string namespace_for(const TaskSpec& spec) const;
-    std::optional<ClusterInventory> cached_inventory(std::chrono::seconds max_age) const;
-    void store_inventory(const ClusterInventory& inv) const;
     // The pods of one job, listed now, newest per rank.
     Result<std::map<int, nlohmann::json>> rank_pods(const std::string& ns, const std::string& base);
     Status follow_pod(const std::string& ns, const std::string& base, int rank, const LogOptions& options,

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "backends/file_log.hpp"
+#include "backends/inventory_cache.hpp"
 #include "backends/slurm/jobs_skim.hpp"
 #include "backends/slurm/jobs_snapshot.hpp"
 #include "backends/slurm/rank_output.hpp"
@@ -233,7 +234,8 @@ Result<std::string> SlurmRestBackend::check() {
 
 Result<ClusterInventory> SlurmRestBackend::inventory(std::chrono::seconds max_age) {
     if (max_age.count() > 0) {
-        if (auto cached = cached_inventory(max_age)) {
+        if (auto cached = backends::read_inventory_cache(m_inventory_file, m_settings.rest->url, m_cluster,
+                                                         BackendKind::slurm, max_age)) {
             m_inventory = *cached;
             return *cached;
         }
@@ -260,42 +262,8 @@ Result<ClusterInventory> SlurmRestBackend::inventory(std::chrono::seconds max_ag
     }
     ClusterInventory inv = build_inventory(m_cluster, *partitions, *nodes);
     m_inventory = inv;
-    store_inventory(inv);
+    backends::write_inventory_cache(m_inventory_file, m_settings.rest->url, inv);
     return inv;
-}
-
-std::optional<ClusterInventory> SlurmRestBackend::cached_inventory(std::chrono::seconds max_age) const {
-    std::ifstream in(m_inventory_file);
-    auto j = nlohmann::json::parse(in, nullptr, false);
-    if (j.is_discarded() || j.value("url", "") != m_settings.rest->url ||
-        now_seconds() - j.value("at", std::int64_t{0}) > max_age.count() || !j.contains("pools")) {
-        return std::nullopt;
-    }
-    ClusterInventory inv;
-    inv.name = m_cluster;
-    inv.kind = BackendKind::slurm;
-    for (const auto& pj : j["pools"]) {
-        auto pool = pool_from_json(pj);
-        if (!pool) {
-            return std::nullopt;
-        }
-        inv.pools.push_back(std::move(*pool));
-    }
-    return inv;
-}
-
-void SlurmRestBackend::store_inventory(const ClusterInventory& inv) const {
-    nlohmann::json pools = nlohmann::json::array();
-    for (const auto& p : inv.pools) {
-        pools.push_back(to_json(p));
-    }
-    std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(m_inventory_file).parent_path(), ec);
-    // Written whole and renamed, so a concurrent reader never sees half a file.
-    const std::string tmp = m_inventory_file + ".tmp" + std::to_string(::getpid());
-    std::ofstream(tmp) << nlohmann::json{
-        {"url", m_settings.rest->url}, {"at", now_seconds()}, {"pools", pools}};
-    std::filesystem::rename(tmp, m_inventory_file, ec);
 }
 
 Result<SubmitPlan> SlurmRestBackend::submit_plan(const TaskSpec& spec, const Placement& placement,

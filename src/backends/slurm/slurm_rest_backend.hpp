@@ -73,8 +73,6 @@ private:
     Result<std::optional<SlurmJob>> accounting_job(const std::string& slurm_id);
     std::optional<std::string> find_by_token(const std::string& token);
     void remember_output(std::int64_t job_id, const SubmitPlan& plan, const std::string& slurm_id) const;
-    std::optional<ClusterInventory> cached_inventory(std::chrono::seconds max_age) const;
-    void store_inventory(const ClusterInventory& inv) const;
 
     std::string m_cluster;
     SlurmSettings m_settings;

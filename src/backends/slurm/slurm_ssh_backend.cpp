@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/inventory_cache.hpp"
 #include "backends/slurm/remote_log.hpp"
 #include "backends/slurm/sbatch_script.hpp"
 #include "backends/slurm/slurm_cli.hpp"
@@ -20,12 +21,6 @@
 namespace tandem::slurm {
 
 namespace {
-
-std::int64_t now_seconds() {
-    return std::chrono::duration_cast<std::chrono::seconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
 
 // The first line of what a command printed on stderr, for an error message.
 std::string first_line(const std::string& text) {
@@ -101,7 +96,8 @@ Result<std::string> SlurmSshBackend::check() {
 
 Result<ClusterInventory> SlurmSshBackend::inventory(std::chrono::seconds max_age) {
     if (max_age.count() > 0) {
-        if (auto cached = cached_inventory(max_age)) {
+        if (auto cached = backends::read_inventory_cache(m_inventory_file, "ssh://" + m_host->describe(),
+                                                         m_cluster, BackendKind::slurm, max_age)) {
             m_inventory = *cached;
             return *cached;
         }
@@ -118,41 +114,8 @@ Result<ClusterInventory> SlurmSshBackend::inventory(std::chrono::seconds max_age
     }
     ClusterInventory inv = build_inventory(m_cluster, view->partitions, view->nodes);
     m_inventory = inv;
-    store_inventory(inv);
+    backends::write_inventory_cache(m_inventory_file, "ssh://" + m_host->describe(), inv);
     return inv;
-}
-
-std::optional<ClusterInventory> SlurmSshBackend::cached_inventory(std::chrono::seconds max_age) const {
-    std::ifstream in(m_inventory_file);
-    auto j = nlohmann::json::parse(in, nullptr, false);
-    if (j.is_discarded() || j.value("via", "") != "ssh://" + m_host->describe() ||
-        now_seconds() - j.value("at", std::int64_t{0}) > max_age.count() || !j.contains("pools")) {
-        return std::nullopt;
-    }
-    ClusterInventory inv;
-    inv.name = m_cluster;
-    inv.kind = BackendKind::slurm;
-    for (const auto& pj : j["pools"]) {
-        auto pool = pool_from_json(pj);
-        if (!pool) {
-            return std::nullopt;
-        }
-        inv.pools.push_back(std::move(*pool));
-    }
-    return inv;
-}
-
-void SlurmSshBackend::store_inventory(const ClusterInventory& inv) const {
-    nlohmann::json pools = nlohmann::json::array();
-    for (const auto& p : inv.pools) {
-        pools.push_back(to_json(p));
-    }
-    std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(m_inventory_file).parent_path(), ec);
-    const std::string tmp = m_inventory_file + ".tmp" + std::to_string(::getpid());
-    std::ofstream(tmp) << nlohmann::json{
-        {"via", "ssh://" + m_host->describe()}, {"at", now_seconds()}, {"pools", pools}};
-    std::filesystem::rename(tmp, m_inventory_file, ec);
 }
 
 Result<SlurmSshBackend::Prepared> SlurmSshBackend::prepare(const TaskSpec& spec, const Placement& placement,

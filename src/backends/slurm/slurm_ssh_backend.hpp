@@ -54,8 +54,6 @@ private:
     std::optional<std::string> find_by_token(const std::string& token);
     std::string output_path(const JobRecord& job);
     void remember_output(std::int64_t job_id, const std::string& path) const;
-    std::optional<ClusterInventory> cached_inventory(std::chrono::seconds max_age) const;
-    void store_inventory(const ClusterInventory& inv) const;
 
     std::string m_cluster;
     SlurmSettings m_settings;
