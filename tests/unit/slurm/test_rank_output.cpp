@@ -31,7 +31,7 @@ TEST_CASE("a multi-node job's lines carry their rank, whatever the chunking") {
     }
 }
 
-TEST_CASE("--node K keeps only K's lines, without the label, and leaves unlabelled lines out") {
+TEST_CASE("rank output with --node K: only K's lines, without the label, and no unlabelled lines") {
     CHECK(through(RankOutput(2, 1), k_two_nodes, 5) == "hi from 1\nerr\npartial");
     CHECK(through(RankOutput(2, 0), k_two_nodes, 2) == "hi from 0\n\n1: looks like a label\n");
 }
