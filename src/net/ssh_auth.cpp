@@ -39,21 +39,21 @@ struct Attempt {
 
 class Agent {
 public:
-    explicit Agent(LIBSSH2_SESSION* s) : m_agent(libssh2_agent_init(s)) {}
+    explicit Agent(LIBSSH2_SESSION* s) : m_agent(libssh2().agent_init(s)) {}
     ~Agent() {
         if (m_agent) {
             if (m_connected) {
-                libssh2_agent_disconnect(m_agent);
+                libssh2().agent_disconnect(m_agent);
             }
-            libssh2_agent_free(m_agent);
+            libssh2().agent_free(m_agent);
         }
     }
     Agent(const Agent&) = delete;
     Agent& operator=(const Agent&) = delete;
     LIBSSH2_AGENT* get() const { return m_agent; }
     bool connect(const std::string& socket) {
-        libssh2_agent_set_identity_path(m_agent, socket.c_str());
-        m_connected = libssh2_agent_connect(m_agent) == 0;
+        libssh2().agent_set_identity_path(m_agent, socket.c_str());
+        m_connected = libssh2().agent_connect(m_agent) == 0;
         return m_connected;
     }
 
@@ -74,9 +74,9 @@ Status authenticate(SshSession& session, const SshEndpoint& endpoint,
 
     int rc = 0;
     char* methods =
-        session.retry_ptr<char>([&] { return libssh2_userauth_list(s, user.c_str(), ulen); }, deadline, rc);
+        session.retry_ptr<char>([&] { return libssh2().userauth_list(s, user.c_str(), ulen); }, deadline, rc);
     if (!methods) {
-        if (libssh2_userauth_authenticated(s)) {
+        if (libssh2().userauth_authenticated(s)) {
             return {};
         }
         return tl::unexpected(ssh_error(rc, session, who + ": asking which logins the server accepts"));
@@ -113,8 +113,8 @@ Status authenticate(SshSession& session, const SshEndpoint& endpoint,
         attempt.tried.push_back(path);
         int r = session.retry(
             [&] {
-                return libssh2_userauth_publickey_fromfile_ex(s, user.c_str(), ulen, nullptr, path.c_str(),
-                                                              "");
+                return libssh2().userauth_publickey_fromfile_ex(s, user.c_str(), ulen, nullptr, path.c_str(),
+                                                                "");
             },
             deadline);
         if (r == 0) {
@@ -144,16 +144,16 @@ Status authenticate(SshSession& session, const SshEndpoint& endpoint,
         Agent agent(s);
         if (!agent.get() || !agent.connect(sock)) {
             attempt.notes.push_back("ssh-agent at $SSH_AUTH_SOCK did not answer");
-        } else if (libssh2_agent_list_identities(agent.get()) != 0) {
+        } else if (libssh2().agent_list_identities(agent.get()) != 0) {
             attempt.notes.push_back("ssh-agent did not list its keys");
         } else {
             int offered = 0;
             libssh2_agent_publickey* prev = nullptr;
             libssh2_agent_publickey* id = nullptr;
-            while (libssh2_agent_get_identity(agent.get(), &id, prev) == 0) {
+            while (libssh2().agent_get_identity(agent.get(), &id, prev) == 0) {
                 prev = id;
                 ++offered;
-                int r = session.retry([&] { return libssh2_agent_userauth(agent.get(), user.c_str(), id); },
+                int r = session.retry([&] { return libssh2().agent_userauth(agent.get(), user.c_str(), id); },
                                       deadline);
                 if (r == 0) {
                     ssh_debug(options, "authenticated as " + user + " with an ssh-agent key (" +
@@ -192,10 +192,10 @@ Status authenticate(SshSession& session, const SshEndpoint& endpoint,
     }
     std::string hint = "add your public key to ~/.ssh/authorized_keys of " + user + " on " + endpoint.host +
                        ", or set ssh.identity_file";
-    if (attempt.rsa_refused && !libssh2_version(0x010b00)) {
+    if (attempt.rsa_refused && !libssh2().version(0x010b00)) {
         // libssh2 before 1.11 signs with ssh-rsa (SHA-1), which OpenSSH 8.8 and later refuse (libssh2#634).
         message += "; RSA keys cannot log in to OpenSSH 8.8+ with libssh2 " +
-                   std::string(libssh2_version(0)) + " (SHA-1 signatures)";
+                   std::string(libssh2().version(0)) + " (SHA-1 signatures)";
         hint = "use an ed25519 or ecdsa key (ssh-keygen -t ed25519) and add its public key to "
                "~/.ssh/authorized_keys on " +
                endpoint.host;

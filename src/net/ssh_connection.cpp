@@ -17,7 +17,7 @@ SshConnection::~SshConnection() {
     }
     if (sftp && target) {
         auto deadline = SshClock::now() + std::chrono::seconds(1);
-        target->retry([&] { return libssh2_sftp_shutdown(sftp); }, deadline);
+        target->retry([&] { return libssh2().sftp_shutdown(sftp); }, deadline);
     }
     target.reset();
     for (std::size_t i = jumps.size(); i-- > 0;) {
@@ -101,7 +101,8 @@ Result<LIBSSH2_SFTP*> SshHost::Impl::sftp() {
     if (!conn->sftp) {
         int rc = 0;
         auto& s = *conn->target;
-        conn->sftp = s.retry_ptr<LIBSSH2_SFTP>([&] { return libssh2_sftp_init(s.raw()); }, io_deadline(), rc);
+        conn->sftp =
+            s.retry_ptr<LIBSSH2_SFTP>([&] { return libssh2().sftp_init(s.raw()); }, io_deadline(), rc);
         if (!conn->sftp) {
             return failure(rc, "starting SFTP");
         }
@@ -110,7 +111,7 @@ Result<LIBSSH2_SFTP*> SshHost::Impl::sftp() {
 }
 
 unsigned long SshHost::Impl::sftp_status() const {
-    return conn && conn->sftp ? libssh2_sftp_last_error(conn->sftp) : 0;
+    return conn && conn->sftp ? libssh2().sftp_last_error(conn->sftp) : 0;
 }
 
 namespace {

@@ -8,8 +8,6 @@
 #include <string>
 #include <vector>
 
-#include <libssh2_sftp.h>
-
 #include "net/ssh_route.hpp"
 #include "net/ssh_session.hpp"
 #include "net/ssh_tunnel.hpp"

@@ -34,13 +34,19 @@ private:
     Free m_free;
 };
 
+LIBSSH2_CHANNEL* open_session(LIBSSH2_SESSION* s) {
+    return libssh2().channel_open_ex(s, "session", sizeof("session") - 1, LIBSSH2_CHANNEL_WINDOW_DEFAULT,
+                                     LIBSSH2_CHANNEL_PACKET_DEFAULT, nullptr, 0);
+}
+
 auto channel_freer(LIBSSH2_CHANNEL* ch) {
-    return
-        [ch](SshSession& s, SshClock::time_point d) { s.retry([&] { return libssh2_channel_free(ch); }, d); };
+    return [ch](SshSession& s, SshClock::time_point d) {
+        s.retry([&] { return libssh2().channel_free(ch); }, d);
+    };
 }
 auto handle_closer(LIBSSH2_SFTP_HANDLE* h) {
     return [h](SshSession& s, SshClock::time_point d) {
-        s.retry([&] { return libssh2_sftp_close_handle(h); }, d);
+        s.retry([&] { return libssh2().sftp_close_handle(h); }, d);
     };
 }
 
@@ -76,13 +82,18 @@ Result<ExecResult> SshHost::exec(const std::string& command, std::string_view in
     }
     SshSession& s = *impl.conn->target;
     int rc = 0;
-    LIBSSH2_CHANNEL* ch = s.retry_ptr<LIBSSH2_CHANNEL>([&] { return libssh2_channel_open_session(s.raw()); },
-                                                       impl.io_deadline(), rc);
+    LIBSSH2_CHANNEL* ch =
+        s.retry_ptr<LIBSSH2_CHANNEL>([&] { return open_session(s.raw()); }, impl.io_deadline(), rc);
     if (!ch) {
         return impl.failure(rc, "opening a channel");
     }
     OnExit guard(impl, channel_freer(ch));
-    rc = s.retry([&] { return libssh2_channel_exec(ch, command.c_str()); }, impl.io_deadline());
+    rc = s.retry(
+        [&] {
+            return libssh2().channel_process_startup(ch, "exec", 4, command.c_str(),
+                                                     static_cast<unsigned int>(command.size()));
+        },
+        impl.io_deadline());
     if (rc != 0) {
         return impl.failure(rc, "starting a command");
     }
@@ -95,7 +106,8 @@ Result<ExecResult> SshHost::exec(const std::string& command, std::string_view in
     for (;;) {
         bool progress = false;
         if (sent < input.size()) {
-            ssize_t n = libssh2_channel_write(ch, input.data() + sent, std::min(chunk, input.size() - sent));
+            ssize_t n =
+                libssh2().channel_write_ex(ch, 0, input.data() + sent, std::min(chunk, input.size() - sent));
             if (n > 0) {
                 sent += static_cast<std::size_t>(n);
                 progress = true;
@@ -106,7 +118,7 @@ Result<ExecResult> SshHost::exec(const std::string& command, std::string_view in
                 return impl.failure(static_cast<int>(n), "writing a command's input");
             }
         } else if (!eof_sent) {
-            int r = libssh2_channel_send_eof(ch);
+            int r = libssh2().channel_send_eof(ch);
             if (r == 0 || r == LIBSSH2_ERROR_CHANNEL_CLOSED) {
                 eof_sent = true;
                 progress = true;
@@ -117,7 +129,7 @@ Result<ExecResult> SshHost::exec(const std::string& command, std::string_view in
         bool drained = true;
         for (int stream : {0, SSH_EXTENDED_DATA_STDERR}) {
             for (;;) {
-                ssize_t n = libssh2_channel_read_ex(ch, stream, buf, sizeof buf);
+                ssize_t n = libssh2().channel_read_ex(ch, stream, buf, sizeof buf);
                 if (n > 0) {
                     (stream == 0 ? out.out : out.err).append(buf, static_cast<std::size_t>(n));
                     progress = true;
@@ -131,7 +143,7 @@ Result<ExecResult> SshHost::exec(const std::string& command, std::string_view in
                 break;
             }
         }
-        if (drained && libssh2_channel_eof(ch)) {
+        if (drained && libssh2().channel_eof(ch)) {
             break;
         }
         if (progress) {
@@ -142,21 +154,21 @@ Result<ExecResult> SshHost::exec(const std::string& command, std::string_view in
             return impl.failure(LIBSSH2_ERROR_TIMEOUT, "waiting for a command");
         }
     }
-    rc = s.retry([&] { return libssh2_channel_close(ch); }, impl.io_deadline());
+    rc = s.retry([&] { return libssh2().channel_close(ch); }, impl.io_deadline());
     if (rc == 0) {
-        rc = s.retry([&] { return libssh2_channel_wait_closed(ch); }, impl.io_deadline());
+        rc = s.retry([&] { return libssh2().channel_wait_closed(ch); }, impl.io_deadline());
     }
     if (rc != 0) {
         return impl.failure(rc, "closing a channel");
     }
-    out.exit_status = libssh2_channel_get_exit_status(ch);
+    out.exit_status = libssh2().channel_get_exit_status(ch);
     char* signal = nullptr;
     std::size_t signal_len = 0;
-    libssh2_channel_get_exit_signal(ch, &signal, &signal_len, nullptr, nullptr, nullptr, nullptr);
+    libssh2().channel_get_exit_signal(ch, &signal, &signal_len, nullptr, nullptr, nullptr, nullptr);
     if (signal) {
         int number = signal_number(std::string_view(signal, signal_len));
         out.exit_status = number > 0 ? 128 + number : 255;
-        libssh2_free(s.raw(), signal);
+        libssh2().free(s.raw(), signal);
     }
     return out;
 }
@@ -170,8 +182,8 @@ Result<std::optional<RemoteFileInfo>> SshHost::stat(const std::string& path) {
     LIBSSH2_SFTP_ATTRIBUTES a{};
     int rc = impl.conn->target->retry(
         [&] {
-            return libssh2_sftp_stat_ex(*sftp, path.c_str(), static_cast<unsigned int>(path.size()),
-                                        LIBSSH2_SFTP_STAT, &a);
+            return libssh2().sftp_stat_ex(*sftp, path.c_str(), static_cast<unsigned int>(path.size()),
+                                          LIBSSH2_SFTP_STAT, &a);
         },
         impl.io_deadline());
     if (rc == LIBSSH2_ERROR_SFTP_PROTOCOL && sftp_missing(impl.sftp_status())) {
@@ -198,8 +210,8 @@ Result<std::optional<std::string>> SshHost::read(const std::string& path, std::u
     int rc = 0;
     LIBSSH2_SFTP_HANDLE* h = s.retry_ptr<LIBSSH2_SFTP_HANDLE>(
         [&] {
-            return libssh2_sftp_open_ex(*sftp, path.c_str(), static_cast<unsigned int>(path.size()),
-                                        LIBSSH2_FXF_READ, 0, LIBSSH2_SFTP_OPENFILE);
+            return libssh2().sftp_open_ex(*sftp, path.c_str(), static_cast<unsigned int>(path.size()),
+                                          LIBSSH2_FXF_READ, 0, LIBSSH2_SFTP_OPENFILE);
         },
         impl.io_deadline(), rc);
     if (!h) {
@@ -209,7 +221,7 @@ Result<std::optional<std::string>> SshHost::read(const std::string& path, std::u
         return impl.failure(rc, "opening " + path);
     }
     OnExit guard(impl, handle_closer(h));
-    libssh2_sftp_seek64(h, offset);
+    libssh2().sftp_seek64(h, offset);
     std::string data;
     char buf[chunk];
     while (data.size() < max_bytes) {
@@ -217,7 +229,7 @@ Result<std::optional<std::string>> SshHost::read(const std::string& path, std::u
         ssize_t n = 0;
         rc = s.retry(
             [&] {
-                n = libssh2_sftp_read(h, buf, want);
+                n = libssh2().sftp_read(h, buf, want);
                 return n < 0 ? static_cast<int>(n) : 0;
             },
             impl.io_deadline());
@@ -242,9 +254,9 @@ Status SshHost::write(const std::string& path, std::string_view data, int mode) 
     int rc = 0;
     LIBSSH2_SFTP_HANDLE* h = s.retry_ptr<LIBSSH2_SFTP_HANDLE>(
         [&] {
-            return libssh2_sftp_open_ex(*sftp, path.c_str(), static_cast<unsigned int>(path.size()),
-                                        LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_TRUNC, mode,
-                                        LIBSSH2_SFTP_OPENFILE);
+            return libssh2().sftp_open_ex(*sftp, path.c_str(), static_cast<unsigned int>(path.size()),
+                                          LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_TRUNC, mode,
+                                          LIBSSH2_SFTP_OPENFILE);
         },
         impl.io_deadline(), rc);
     if (!h) {
@@ -255,7 +267,7 @@ Status SshHost::write(const std::string& path, std::string_view data, int mode) 
     LIBSSH2_SFTP_ATTRIBUTES attrs{};
     attrs.flags = LIBSSH2_SFTP_ATTR_PERMISSIONS;
     attrs.permissions = static_cast<unsigned long>(mode);
-    rc = s.retry([&] { return libssh2_sftp_fsetstat(h, &attrs); }, impl.io_deadline());
+    rc = s.retry([&] { return libssh2().sftp_fstat_ex(h, &attrs, 1); }, impl.io_deadline());
     if (rc != 0) {
         return impl.failure(rc, "setting the mode of " + path);
     }
@@ -265,7 +277,7 @@ Status SshHost::write(const std::string& path, std::string_view data, int mode) 
         // In non-blocking mode libssh2 wants the same buffer again after EAGAIN.
         rc = s.retry(
             [&] {
-                n = libssh2_sftp_write(h, data.data() + done, std::min(chunk * 4, data.size() - done));
+                n = libssh2().sftp_write(h, data.data() + done, std::min(chunk * 4, data.size() - done));
                 return n < 0 ? static_cast<int>(n) : 0;
             },
             impl.io_deadline());
@@ -301,8 +313,8 @@ Status SshHost::make_dirs(const std::string& path) {
         auto& impl = *m_impl;
         int rc = impl.conn->target->retry(
             [&] {
-                return libssh2_sftp_mkdir_ex(impl.conn->sftp, prefix.c_str(),
-                                             static_cast<unsigned int>(prefix.size()), 0700);
+                return libssh2().sftp_mkdir_ex(impl.conn->sftp, prefix.c_str(),
+                                               static_cast<unsigned int>(prefix.size()), 0700);
             },
             impl.io_deadline());
         if (rc != 0) {

@@ -22,13 +22,13 @@ struct KnownHosts {
     KnownHosts& operator=(const KnownHosts&) = delete;
     ~KnownHosts() {
         if (hosts) {
-            libssh2_knownhost_free(hosts);
+            libssh2().knownhost_free(hosts);
         }
     }
 };
 
 void load(KnownHosts& out, SshSession& session, const SshEndpoint& endpoint, const SshOptions& options) {
-    out.hosts = libssh2_knownhost_init(session.raw());
+    out.hosts = libssh2().knownhost_init(session.raw());
     for (const auto& file : endpoint.known_hosts) {
         std::ifstream in(file);
         if (!in) {
@@ -54,8 +54,8 @@ void load(KnownHosts& out, SshSession& session, const SshEndpoint& endpoint, con
                 }
                 continue; // @cert-authority: host certificates are not supported
             }
-            if (libssh2_knownhost_readline(out.hosts, line.c_str(), line.size(),
-                                           LIBSSH2_KNOWNHOST_FILE_OPENSSH) != 0) {
+            if (libssh2().knownhost_readline(out.hosts, line.c_str(), line.size(),
+                                             LIBSSH2_KNOWNHOST_FILE_OPENSSH) != 0) {
                 ssh_debug(options,
                           file + ":" + std::to_string(number) + ": skipped (a key type libssh2 cannot read)");
             }
@@ -100,7 +100,7 @@ void prefer_known_host_keys(SshSession& session, const SshEndpoint& endpoint, co
     std::string preferred;
     for (const auto& kind : kinds) {
         // A dummy key against the entries: MISMATCH means an entry of this type exists for the host.
-        int rc = libssh2_knownhost_checkp(
+        int rc = libssh2().knownhost_checkp(
             known.hosts, known_name(endpoint).c_str(), -1, "x", 1,
             LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_BASE64 | kind.knownhost_bit, nullptr);
         if (rc == LIBSSH2_KNOWNHOST_CHECK_MISMATCH) {
@@ -111,7 +111,7 @@ void prefer_known_host_keys(SshSession& session, const SshEndpoint& endpoint, co
         return;
     }
     const char** algs = nullptr;
-    int n = libssh2_session_supported_algs(session.raw(), LIBSSH2_METHOD_HOSTKEY, &algs);
+    int n = libssh2().session_supported_algs(session.raw(), LIBSSH2_METHOD_HOSTKEY, &algs);
     if (n <= 0) {
         return;
     }
@@ -119,7 +119,7 @@ void prefer_known_host_keys(SshSession& session, const SshEndpoint& endpoint, co
     for (int i = 0; i < n; ++i) {
         supported.insert(algs[i]);
     }
-    libssh2_free(session.raw(), algs);
+    libssh2().free(session.raw(), algs);
     std::string pref;
     std::set<std::string> used;
     auto add = [&](const std::string& alg) {
@@ -135,15 +135,15 @@ void prefer_known_host_keys(SshSession& session, const SshEndpoint& endpoint, co
         add(alg);
     }
     if (!pref.empty()) {
-        libssh2_session_method_pref(session.raw(), LIBSSH2_METHOD_HOSTKEY, pref.c_str());
+        libssh2().session_method_pref(session.raw(), LIBSSH2_METHOD_HOSTKEY, pref.c_str());
     }
 }
 
 Status check_host_key(SshSession& session, const SshEndpoint& endpoint, const SshOptions& options) {
     std::size_t len = 0;
     int type = 0;
-    const char* key = libssh2_session_hostkey(session.raw(), &len, &type);
-    const char* digest = libssh2_hostkey_hash(session.raw(), LIBSSH2_HOSTKEY_HASH_SHA256);
+    const char* key = libssh2().session_hostkey(session.raw(), &len, &type);
+    const char* digest = libssh2().hostkey_hash(session.raw(), LIBSSH2_HOSTKEY_HASH_SHA256);
     const std::string who = "ssh to " + session.name();
     if (!key || !digest) {
         return fail(ErrorKind::unavailable, who + ": the server sent no host key we can read");
@@ -167,7 +167,7 @@ Status check_host_key(SshSession& session, const SshEndpoint& endpoint, const Ss
         return fail(ErrorKind::unauthorized, who + ": the server's host key " + type_name + " " +
                                                  fingerprint + " is marked @revoked in known_hosts");
     }
-    int rc = libssh2_knownhost_checkp(
+    int rc = libssh2().knownhost_checkp(
         known.hosts, known_name(endpoint).c_str(), -1, key, len,
         LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW | kind->knownhost_bit, nullptr);
     std::string files;

@@ -3,7 +3,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
-#include <mutex>
 #include <netdb.h>
 #include <poll.h>
 #include <unistd.h>
@@ -23,11 +22,6 @@ LIBSSH2_SEND_FUNC(send_no_signal) {
     return rc < 0 ? -errno : rc;
 }
 
-void init_libssh2() {
-    static std::once_flag once;
-    std::call_once(once, [] { libssh2_init(0); });
-}
-
 int remaining_ms(SshClock::time_point deadline) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SshClock::now()).count();
     return left < 0 ? 0 : static_cast<int>(left);
@@ -42,12 +36,12 @@ SshSession::~SshSession() {
         if (!m_killed) {
             // A polite goodbye, but never a wait: the socket is non-blocking and libssh2 in non-blocking
             // mode.
-            libssh2_session_disconnect(m_session, "tandem done");
+            libssh2().session_disconnect_ex(m_session, SSH_DISCONNECT_BY_APPLICATION, "tandem done", "");
         }
         // In non-blocking mode libssh2_session_free answers EAGAIN while it closes channels (and frees
         // nothing): give it a second, then shut the socket so every further step fails at once.
         const auto deadline = SshClock::now() + std::chrono::seconds(1);
-        for (int tries = 0; libssh2_session_free(m_session) == LIBSSH2_ERROR_EAGAIN && tries < 1000;
+        for (int tries = 0; libssh2().session_free(m_session) == LIBSSH2_ERROR_EAGAIN && tries < 1000;
              ++tries) {
             if (m_killed || !wait(deadline)) {
                 kill();
@@ -69,13 +63,13 @@ void SshSession::kill() {
 std::string SshSession::last_error() const {
     char* message = nullptr;
     int len = 0;
-    libssh2_session_last_error(m_session, &message, &len, 0);
+    libssh2().session_last_error(m_session, &message, &len, 0);
     return message && len > 0 ? std::string(message, static_cast<std::size_t>(len))
                               : std::string("no detail");
 }
 
 bool SshSession::wait(SshClock::time_point deadline) const {
-    int dirs = libssh2_session_block_directions(m_session);
+    int dirs = libssh2().session_block_directions(m_session);
     pollfd p{};
     p.fd = m_fd;
     p.events = POLLIN; // incoming data may unblock a writer too (window adjustments)
@@ -103,15 +97,19 @@ bool SshSession::wait(SshClock::time_point deadline) const {
 Result<std::unique_ptr<SshSession>> SshSession::open(int fd, const SshEndpoint& endpoint,
                                                      const std::vector<std::string>& default_identities,
                                                      const SshOptions& options) {
-    init_libssh2();
+    std::string load_error;
+    if (load_libssh2(&load_error) == nullptr) {
+        ::close(fd);
+        return fail(ErrorKind::internal, "ssh to " + endpoint.describe() + ": " + load_error);
+    }
     std::unique_ptr<SshSession> s(new SshSession(fd, endpoint.describe()));
-    s->m_session = libssh2_session_init();
+    s->m_session = libssh2().session_init_ex(nullptr, nullptr, nullptr, nullptr);
     if (!s->m_session) {
         return fail(ErrorKind::internal, "ssh to " + s->m_name + ": libssh2 could not make a session");
     }
-    libssh2_session_callback_set(s->m_session, LIBSSH2_CALLBACK_SEND,
-                                 reinterpret_cast<void*>(&send_no_signal));
-    libssh2_session_set_blocking(s->m_session, 0);
+    libssh2().session_callback_set(s->m_session, LIBSSH2_CALLBACK_SEND,
+                                   reinterpret_cast<void*>(&send_no_signal));
+    libssh2().session_set_blocking(s->m_session, 0);
     const auto deadline = SshClock::now() + options.connect_timeout;
     auto st = s->handshake(endpoint, options);
     if (!st) {
@@ -131,7 +129,7 @@ Result<std::unique_ptr<SshSession>> SshSession::open(int fd, const SshEndpoint& 
 Status SshSession::handshake(const SshEndpoint& endpoint, const SshOptions& options) {
     prefer_known_host_keys(*this, endpoint, options);
     const auto deadline = SshClock::now() + options.connect_timeout;
-    int rc = retry([&] { return libssh2_session_handshake(m_session, m_fd); }, deadline);
+    int rc = retry([&] { return libssh2().session_handshake(m_session, m_fd); }, deadline);
     if (rc == LIBSSH2_ERROR_TIMEOUT) {
         return fail(ErrorKind::unavailable,
                     "ssh to " + m_name + ": no SSH handshake within " +

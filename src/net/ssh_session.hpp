@@ -8,9 +8,8 @@
 #include <string>
 #include <vector>
 
-#include <libssh2.h>
-
 #include "core/error.hpp"
+#include "net/ssh_api.hpp"
 #include "net/ssh_host.hpp"
 #include "net/ssh_route.hpp"
 
@@ -54,7 +53,7 @@ public:
                 rc = 0;
                 return p;
             }
-            rc = libssh2_session_last_errno(m_session);
+            rc = libssh2().session_last_errno(m_session);
             if (rc != LIBSSH2_ERROR_EAGAIN) {
                 return nullptr;
             }

@@ -15,7 +15,7 @@ Result<std::unique_ptr<SshTunnel>> SshTunnel::open(SshSession& jump, const std::
     const auto deadline = SshClock::now() + options.connect_timeout;
     int rc = 0;
     LIBSSH2_CHANNEL* channel = jump.retry_ptr<LIBSSH2_CHANNEL>(
-        [&] { return libssh2_channel_direct_tcpip_ex(jump.raw(), host.c_str(), port, "127.0.0.1", 22); },
+        [&] { return libssh2().channel_direct_tcpip_ex(jump.raw(), host.c_str(), port, "127.0.0.1", 22); },
         deadline, rc);
     if (!channel) {
         Error e = ssh_error(rc, jump,
@@ -30,7 +30,7 @@ Result<std::unique_ptr<SshTunnel>> SshTunnel::open(SshSession& jump, const std::
     }
     int pair[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pair) != 0) {
-        libssh2_channel_free(channel);
+        libssh2().channel_free(channel);
         return fail(ErrorKind::internal, "ssh via " + jump.name() + ": socketpair failed");
     }
     ssh_debug(options,
@@ -49,7 +49,7 @@ SshTunnel::~SshTunnel() {
         m_thread.join();
     }
     if (m_channel) {
-        libssh2_channel_free(m_channel); // non-blocking: sends the close, never waits for the answer
+        libssh2().channel_free(m_channel); // non-blocking: sends the close, never waits for the answer
     }
     if (m_ours >= 0) {
         ::close(m_ours);
@@ -73,11 +73,11 @@ void SshTunnel::pump() {
     while (!m_stop) {
         bool progress = false;
         if (down.empty() && !remote_eof) {
-            ssize_t n = libssh2_channel_read(m_channel, buf, sizeof buf);
+            ssize_t n = libssh2().channel_read_ex(m_channel, 0, buf, sizeof buf);
             if (n > 0) {
                 down.assign(buf, static_cast<std::size_t>(n));
                 progress = true;
-            } else if (n == 0 && libssh2_channel_eof(m_channel)) {
+            } else if (n == 0 && libssh2().channel_eof(m_channel)) {
                 remote_eof = true;
                 ::shutdown(m_ours, SHUT_WR);
             } else if (n < 0 && n != LIBSSH2_ERROR_EAGAIN) {
@@ -105,7 +105,7 @@ void SshTunnel::pump() {
             }
         }
         if (!up.empty()) {
-            ssize_t n = libssh2_channel_write(m_channel, up.data(), up.size());
+            ssize_t n = libssh2().channel_write_ex(m_channel, 0, up.data(), up.size());
             if (n > 0) {
                 up.erase(0, static_cast<std::size_t>(n));
                 progress = true;
@@ -122,7 +122,7 @@ void SshTunnel::pump() {
         pollfd p[2]{};
         p[0].fd = m_jump.fd();
         p[0].events = POLLIN;
-        if (libssh2_session_block_directions(m_jump.raw()) & LIBSSH2_SESSION_BLOCK_OUTBOUND) {
+        if (libssh2().session_block_directions(m_jump.raw()) & LIBSSH2_SESSION_BLOCK_OUTBOUND) {
             p[0].events |= POLLOUT;
         }
         p[1].fd = m_ours;
