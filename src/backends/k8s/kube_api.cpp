@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "backends/k8s/exec_credential.hpp"
+#include "backends/k8s/job_state_skim.hpp"
 
 namespace tandem::k8s {
 
@@ -151,27 +152,16 @@ Result<ApiAnswer> KubeApi::exchange(const std::string& method, const std::string
     }
     ApiAnswer answer;
     answer.status = response->status;
-    if (!response->body.empty()) {
-        // {"items": [{"spec": {...}}]}: item keys are at depth 3, spec's keys at depth 4.
-        std::string section;
-        nlohmann::json::parser_callback_t keep = [&section](int depth, nlohmann::json::parse_event_t event,
-                                                            nlohmann::json& parsed) {
-            if (event != nlohmann::json::parse_event_t::key) {
-                return true;
-            }
-            const auto& key = parsed.get_ref<const std::string&>();
-            if (key == "managedFields") {
-                return false;
-            }
-            if (depth == 3) {
-                section = key;
-            } else if (depth == 4 && section == "spec") {
-                return key == "nodeName" || key == "completions" || key == "completionMode" ||
-                       key == "parallelism";
-            }
-            return true;
-        };
-        answer.body = nlohmann::json::parse(response->body, slim ? keep : nullptr, false);
+    if (slim && response->status / 100 == 2) {
+        auto list = skim_status_list(response->body);
+        if (!list) {
+            return fail(ErrorKind::remote,
+                        fmt::format("{}: the API server answered {} {} with a List tandem cannot read: {}",
+                                    m_cluster, method, path, list.error().message));
+        }
+        answer.body = std::move(*list);
+    } else if (!response->body.empty()) {
+        answer.body = nlohmann::json::parse(response->body, nullptr, false);
         if (answer.body.is_discarded()) {
             std::string excerpt = one_line(response->body.substr(0, 120));
             return fail(ErrorKind::remote,

@@ -38,9 +38,8 @@ public:
     Result<ApiAnswer> call(const std::string& method, const std::string& path,
                            const nlohmann::json& body = {}, std::vector<int> pass = {},
                            bool idempotent = true, const std::string& content_type = "application/json");
-    // A GET of a List for the state mapping: its items keep metadata (without managedFields), status, and
-    // of spec only what job_state reads (nodeName, completions, completionMode, parallelism). Building
-    // the rest of a pod list would cost more than the request.
+    // A GET of a List for the state mapping, skimmed (job_state_skim.hpp): its items keep only what
+    // job_state reads. Parsing a whole pod list would cost more than the request.
     Result<ApiAnswer> list_for_status(const std::string& path);
     // A streamed GET (pods/log?follow, ?watch): pieces as they arrive; `on_chunk` returning false stops.
     Status stream(const std::string& path, const std::function<bool(std::string_view)>& on_chunk,
