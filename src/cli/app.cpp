@@ -1,12 +1,14 @@
 #include "cli/app.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/fanout.hpp"
 #include "cli/output.hpp"
 
 namespace tandem::cli {
@@ -97,11 +99,18 @@ int run(int argc, char** argv) {
             return exit_code_for(ctx.error().kind);
         }
         auto result = action(*ctx);
+        const int code = result ? *result : exit_code_for(result.error().kind);
         if (!result) {
             print_error(result.error());
-            return exit_code_for(result.error().kind);
         }
-        return *result;
+        if (fanout_left_running()) {
+            // A cluster's thread is still busy past its deadline: end now, without the destructors
+            // that thread may still depend on.
+            std::fflush(stdout);
+            std::fflush(stderr);
+            std::_Exit(code);
+        }
+        return code;
     } catch (const std::exception& e) {
         // A bug, not a user error: still one line, never a stack trace.
         print_error(Error{ErrorKind::internal, std::string("internal error: ") + e.what(),

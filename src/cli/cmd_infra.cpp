@@ -12,6 +12,16 @@ namespace tandem::cli {
 
 namespace {
 
+// "8/8"; a pool that shares GPUs adds its MIG devices or time-sliced replicas: "0/0 +7/7 MIG".
+std::string gpu_counts(const Pool& p) {
+    std::string out = fmt::format("{}/{}", p.gpus_free, p.gpus_total);
+    if (p.shared_total > 0) {
+        out += fmt::format(" +{}/{} {}", p.shared_free, p.shared_total,
+                           p.mig_profiles.empty() ? "shared" : "MIG");
+    }
+    return out;
+}
+
 std::string join(const std::vector<std::string>& items) {
     std::string out;
     for (const auto& i : items) {
@@ -50,8 +60,8 @@ Result<int> infra(Context& ctx, bool json) {
             }
             table.add({c.name, std::string(to_string(c.kind)), p.name,
                        p.accelerator.empty() ? "-" : p.accelerator + sharing, std::to_string(p.gpus_per_node),
-                       fmt::format("{}/{}", p.gpus_free, p.gpus_total),
-                       fmt::format("{}/{}", p.nodes_free, p.nodes_total), std::to_string(p.cpus_per_node),
+                       gpu_counts(p), fmt::format("{}/{}", p.nodes_free, p.nodes_total),
+                       std::to_string(p.cpus_per_node),
                        fmt::format("{}G", format_number(
                                               static_cast<double>(static_cast<long>(p.memory_gb_per_node)))),
                        join(p.node_states)});

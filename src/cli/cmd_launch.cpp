@@ -2,12 +2,16 @@
 // return at once (--detach). The job is recorded before the submit so nothing is ever lost; a failed
 // submit leaves a FAILED record that says why.
 
+#include <thread>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/failover.hpp"
 #include "cli/output.hpp"
 #include "cli/task_planning.hpp"
+#include "core/quantity.hpp"
 
 namespace tandem::cli {
 
@@ -18,6 +22,7 @@ struct LaunchFlags {
     bool detach = false;
     bool wait = false;
     bool json = false;
+    std::optional<std::string> pending_timeout;
 };
 
 Result<JobRecord> record_job(Context& ctx, const PlannedTask& planned, const Placement& placement) {
@@ -44,6 +49,49 @@ Result<JobRecord> record_job(Context& ctx, const PlannedTask& planned, const Pla
     return job;
 }
 
+// --pending-timeout, else the task's config.pending_timeout, else the config file's pending_timeout.
+Result<std::optional<std::int64_t>> pending_timeout(Context& ctx, const LaunchFlags& flags,
+                                                    const TaskSpec& spec) {
+    if (flags.pending_timeout) {
+        auto seconds = parse_duration_seconds(*flags.pending_timeout);
+        if (!seconds) {
+            return fail(ErrorKind::usage, "--pending-timeout: " + seconds.error());
+        }
+        return std::optional<std::int64_t>(*seconds);
+    }
+    return spec.pending_timeout_seconds ? spec.pending_timeout_seconds : ctx.config().pending_timeout_seconds;
+}
+
+// Waits while the job is PENDING, moving it on when it has waited `timeout` for resources; returns once it
+// has left PENDING (started, ended) on whatever placement it has then.
+Result<JobView> wait_while_pending(Context& ctx, Failover& failover, std::int64_t timeout) {
+    auto delay = std::chrono::milliseconds(500);
+    bool told = false;
+    for (;;) {
+        JobView view = refresh_jobs(ctx, {failover.job()}).front();
+        if (view.record.state != JobState::pending || view.record.remote_id.empty()) {
+            return view;
+        }
+        if (!told && waiting_for_resources(view.record)) {
+            note(fmt::format("tandem: job {} is pending on {} ({}); moving on after {}", view.record.id,
+                             view.record.cluster, view.record.reason.empty() ? "queued" : view.record.reason,
+                             human_duration(timeout)));
+            told = true;
+        }
+        auto moved = failover.move_on_if_stuck(view, timeout);
+        if (!moved) {
+            return tl::unexpected(moved.error());
+        }
+        if (*moved) {
+            told = false;
+            delay = std::chrono::milliseconds(500);
+            continue;
+        }
+        std::this_thread::sleep_for(delay);
+        delay = std::min(delay * 3 / 2, std::chrono::milliseconds(2000));
+    }
+}
+
 Result<int> launch(Context& ctx, const LaunchFlags& flags) {
     // Planning may use an inventory up to 30 s old: free capacity only shapes the score, and a submit
     // should not pay two extra round trips per cluster.
@@ -54,38 +102,47 @@ Result<int> launch(Context& ctx, const LaunchFlags& flags) {
     if (planned->plan.placements.empty()) {
         return tl::unexpected(no_placement_error(*planned));
     }
-    const Placement& placement = planned->plan.placements.front();
-    auto backend = ctx.backend(placement.cluster);
-    if (!backend) {
+    auto timeout = pending_timeout(ctx, flags, planned->spec);
+    if (!timeout) {
+        return tl::unexpected(timeout.error());
+    }
+    const Placement& first = planned->plan.placements.front();
+    if (auto backend = ctx.backend(first.cluster); !backend) {
         return tl::unexpected(backend.error());
     }
-    auto job = record_job(ctx, *planned, placement);
+    auto job = record_job(ctx, *planned, first);
     if (!job) {
         return tl::unexpected(job.error());
     }
-    auto store = *ctx.store();
-    auto remote_id = (*backend)->submit(planned->spec, placement, job->id);
-    if (!remote_id) {
-        JobUpdate failed{JobState::failed, "submit failed: " + remote_id.error().message, std::nullopt,
-                         std::nullopt, now_seconds()};
-        (void)store->update(job->id, failed, now_seconds());
-        Error e = remote_id.error();
-        e.message = fmt::format("job {}: submit to {} failed: {}", job->id, placement.cluster, e.message);
-        return tl::unexpected(e);
+    Failover failover(ctx, planned->spec, planned->plan.placements, *job);
+    if (auto submitted = failover.submit(); !submitted) {
+        return tl::unexpected(submitted.error());
     }
-    if (auto ok = store->set_remote_id(job->id, *remote_id); !ok) {
-        return tl::unexpected(ok.error());
-    }
-    job->remote_id = *remote_id;
-    note(fmt::format("tandem: job {} ({}) submitted to {}/{} as {} [{}]", job->id, job->name,
-                     placement.cluster, placement.pool, *remote_id, placement.option_label));
     if (flags.detach) {
+        if (*timeout) {
+            note("tandem: the pending timeout applies while launch waits; with --detach nothing moves the "
+                 "job");
+        }
         // No refresh here: the job was just submitted, and `status` asks the backend when someone looks.
-        flags.json ? print_json(job_json(*job, false, {})) : print_stdout(fmt::format("{}\n", job->id));
+        flags.json ? print_json(job_json(failover.job(), false, {}))
+                   : print_stdout(fmt::format("{}\n", failover.job().id));
         return exit_code::ok;
     }
-    JobView view = refresh_jobs(ctx, {*job}).front();
+    JobView view;
+    if (*timeout) {
+        auto waited = wait_while_pending(ctx, failover, **timeout);
+        if (!waited) {
+            return tl::unexpected(waited.error());
+        }
+        view = std::move(*waited);
+    } else {
+        view = refresh_jobs(ctx, {failover.job()}).front();
+    }
     if (!flags.wait && !flags.json) {
+        auto backend = ctx.backend(view.record.cluster);
+        if (!backend) {
+            return tl::unexpected(backend.error());
+        }
         note("tandem: following its output; Ctrl-C stops following, the job keeps running");
         auto streamed = (*backend)->logs(view.record, LogOptions{true, std::nullopt, std::nullopt},
                                          [](std::string_view chunk) {
@@ -115,9 +172,15 @@ void setup_launch(CLI::App& command, Action& action) {
                   "Wait for the job to end without showing its output; exit with its code")
         ->excludes(detach);
     command.add_flag("--json", flags->json, "Print the job as JSON on stdout (implies no log streaming)");
+    command.add_option(
+        "--pending-timeout", flags->pending_timeout,
+        "Still pending for resources after this long (e.g. 10m): cancel it there and move it to "
+        "the next candidate (default: config.pending_timeout)");
     command.footer(
         "Without --detach or --wait, launch follows the job's output until it ends and exits with\n"
-        "the job's exit code. Progress goes to stderr; the job's output and results to stdout.");
+        "the job's exit code. Progress goes to stderr; the job's output and results to stdout.\n"
+        "A cluster that declines the submit (capacity, quota, partition, admission) passes the job to\n"
+        "the next candidate of `tandem plan`; so does a pending timeout, while launch waits.");
     command.callback([flags, &action] { action = [flags](Context& ctx) { return launch(ctx, *flags); }; });
 }
 

@@ -3,6 +3,8 @@
 // cluster that cannot be reached leaves its jobs UNKNOWN, showing the last known state and its age; everyone
 // else's jobs are still shown.
 
+#include <map>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -53,6 +55,43 @@ std::vector<std::string> row_of(const JobView& v, std::int64_t now) {
             duration_cell(r, now)};
 }
 
+nlohmann::json attempt_json(const store::Attempt& a) {
+    return {{"attempt", a.number},
+            {"cluster", a.cluster},
+            {"backend", a.backend},
+            {"pool", a.pool},
+            {"remote_id", a.remote_id},
+            {"submitted_at", iso_time(a.submitted_at)},
+            {"ended_at", iso_time(a.ended_at)},
+            {"outcome", a.outcome}};
+}
+
+// The placements a job left (failover), for jobs named on the command line; empty for the others.
+std::map<std::int64_t, std::vector<store::Attempt>> histories(store::JobStore& store,
+                                                              const std::vector<JobView>& views) {
+    std::map<std::int64_t, std::vector<store::Attempt>> out;
+    for (const auto& v : views) {
+        if (auto a = store.attempts(v.record.id); a && !a->empty()) {
+            out[v.record.id] = std::move(*a);
+        }
+    }
+    return out;
+}
+
+std::string history_text(const std::map<std::int64_t, std::vector<store::Attempt>>& all) {
+    std::string out;
+    for (const auto& [id, attempts] : all) {
+        out += fmt::format("\nJob {} moved {} time(s):\n", id, attempts.size());
+        Table t({"ATTEMPT", "CLUSTER", "POOL", "REMOTE ID", "SUBMITTED", "OUTCOME"});
+        for (const auto& a : attempts) {
+            t.add({std::to_string(a.number), a.cluster, a.pool.empty() ? "-" : a.pool,
+                   a.remote_id.empty() ? "-" : a.remote_id, iso_time(a.submitted_at), a.outcome});
+        }
+        out += t.render();
+    }
+    return out;
+}
+
 Result<int> status(Context& ctx, const StatusFlags& flags) {
     store::JobFilter filter;
     for (const auto& text : flags.jobs) {
@@ -97,17 +136,29 @@ Result<int> status(Context& ctx, const StatusFlags& flags) {
     } else {
         views = refresh_jobs(ctx, std::move(*jobs));
     }
+    const auto history = filter.ids.empty() ? std::map<std::int64_t, std::vector<store::Attempt>>{}
+                                            : histories(**store, views);
+    auto with_history = [&](const JobView& v) {
+        nlohmann::json j = job_json(v.record, v.unreachable, v.unreachable_reason);
+        if (auto it = history.find(v.record.id); it != history.end()) {
+            auto arr = nlohmann::json::array();
+            for (const auto& a : it->second) {
+                arr.push_back(attempt_json(a));
+            }
+            j["attempts"] = std::move(arr);
+        }
+        return j;
+    };
     if (flags.exit_code) {
         if (flags.json) {
-            print_json(
-                job_json(views.front().record, views.front().unreachable, views.front().unreachable_reason));
+            print_json(with_history(views.front()));
         }
         return job_exit_code(views.front());
     }
     if (flags.json) {
         auto arr = nlohmann::json::array();
         for (const auto& v : views) {
-            arr.push_back(job_json(v.record, v.unreachable, v.unreachable_reason));
+            arr.push_back(with_history(v));
         }
         nlohmann::json out;
         out["jobs"] = std::move(arr); // an initializer list would copy 10,000 objects
@@ -131,7 +182,7 @@ Result<int> status(Context& ctx, const StatusFlags& flags) {
     for (const auto& v : views) {
         table.add(row_of(v, now));
     }
-    print_stdout(table.render());
+    print_stdout(table.render() + history_text(history));
     if (!flags.watch) {
         return exit_code::ok;
     }

@@ -9,6 +9,7 @@
 
 #include "backends/k8s/k8s_factory.hpp"
 #include "backends/registry.hpp"
+#include "cli/fanout.hpp"
 #include "cli/output.hpp"
 
 namespace tandem::cli {
@@ -111,6 +112,87 @@ Result<std::vector<Backend*>> Context::backends() {
     return out;
 }
 
+std::chrono::steady_clock::duration Context::deadline(const std::string& cluster) const {
+    int timeout = 30;
+    for (const auto& c : m_config.clusters) {
+        if (c.name != cluster) {
+            continue;
+        }
+        if (auto it = c.settings.find("timeout_seconds"); it != c.settings.end()) {
+            int n = 0;
+            const std::string text = it->is_string() ? it->get<std::string>() : it->dump();
+            auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+            if (ec == std::errc{} && n > 0) {
+                timeout = n;
+            }
+        }
+    }
+    return std::chrono::seconds(2 * timeout + 5);
+}
+
+void Context::abandon(const std::string& cluster) {
+    if (auto it = m_backends.find(cluster); it != m_backends.end()) {
+        m_abandoned.push_back(it->second.release());
+        m_backends.erase(it);
+    }
+}
+
+namespace {
+
+// What one cluster's refresh produced, owned jointly with its thread (which may outlive the wait).
+struct ClusterRefresh {
+    Backend* backend = nullptr;
+    std::vector<std::size_t> indexes; // into the views
+    std::vector<JobRecord> batch;
+    Result<std::vector<JobUpdate>> updates = std::vector<JobUpdate>{};
+};
+
+// Stores one cluster's refresh and brings its views up to date with what the store kept.
+void apply_updates(store::JobStore* store, std::vector<JobView>& views,
+                   const std::vector<std::size_t>& indexes, const std::vector<JobUpdate>& updates) {
+    const auto now = now_seconds();
+    std::vector<std::pair<std::int64_t, JobUpdate>> changes;
+    std::vector<std::string> remote_ids;
+    for (std::size_t k = 0; k < indexes.size(); ++k) {
+        JobView& view = views[indexes[k]];
+        const JobUpdate& u = updates[k];
+        if (u.state == JobState::unknown) {
+            view.unreachable = true;
+            view.unreachable_reason = u.reason;
+            continue;
+        }
+        changes.emplace_back(view.record.id, u);
+        remote_ids.push_back(view.record.remote_id);
+    }
+    auto applied =
+        store != nullptr ? store->update_many(changes, now, remote_ids) : Result<std::vector<bool>>{};
+    std::size_t c = 0;
+    for (std::size_t k = 0; k < indexes.size(); ++k) {
+        JobView& view = views[indexes[k]];
+        if (view.unreachable) {
+            continue;
+        }
+        const bool written = applied && c < applied->size() && (*applied)[c];
+        const JobUpdate& u = changes[c++].second;
+        if (!written && store != nullptr) {
+            // Not written: another tandem ended this job meanwhile (a cancel). The store decides.
+            if (auto fresh = store->get(view.record.id); fresh && *fresh) {
+                view.record = **fresh;
+                continue;
+            }
+        }
+        JobRecord& r = view.record;
+        r.state = u.state;
+        r.reason = u.reason;
+        r.exit_code = u.exit_code ? u.exit_code : r.exit_code;
+        r.started_at = r.started_at ? r.started_at : u.started_at;
+        r.ended_at = u.ended_at ? u.ended_at : r.ended_at;
+        r.updated_at = now;
+    }
+}
+
+} // namespace
+
 std::vector<JobView> refresh_jobs(Context& ctx, std::vector<JobRecord> jobs) {
     std::vector<JobView> views;
     views.reserve(jobs.size());
@@ -122,65 +204,53 @@ std::vector<JobView> refresh_jobs(Context& ctx, std::vector<JobRecord> jobs) {
         views.push_back(JobView{std::move(jobs[i]), false, {}});
     }
     auto store = ctx.store();
-    for (const auto& [cluster, indexes] : active_by_cluster) {
+    // Backends are made on this thread, then every cluster is asked at once.
+    std::vector<std::string> names;
+    std::vector<std::shared_ptr<ClusterRefresh>> work;
+    std::vector<FanoutTask> tasks;
+    for (auto& [cluster, indexes] : active_by_cluster) {
+        auto backend = ctx.backend(cluster);
+        if (!backend) {
+            for (auto i : indexes) {
+                views[i].unreachable = true;
+                views[i].unreachable_reason = backend.error().message;
+            }
+            continue;
+        }
+        auto w = std::make_shared<ClusterRefresh>();
+        w->backend = *backend;
+        w->indexes = std::move(indexes);
+        for (auto i : w->indexes) {
+            w->batch.push_back(views[i].record);
+        }
+        tasks.push_back(
+            FanoutTask{[w] { w->updates = w->backend->refresh(w->batch); }, ctx.deadline(cluster)});
+        names.push_back(cluster);
+        work.push_back(std::move(w));
+    }
+    const auto finished = run_fanout(std::move(tasks));
+    for (std::size_t n = 0; n < work.size(); ++n) {
+        const auto& indexes = work[n]->indexes;
         auto mark_unknown = [&](const std::string& why) {
             for (auto i : indexes) {
                 views[i].unreachable = true;
                 views[i].unreachable_reason = why;
             }
         };
-        auto backend = ctx.backend(cluster);
-        if (!backend) {
-            mark_unknown(backend.error().message);
+        if (!finished[n]) {
+            ctx.abandon(names[n]);
+            mark_unknown(fmt::format(
+                "no answer from {} within {}s", names[n],
+                std::chrono::duration_cast<std::chrono::seconds>(ctx.deadline(names[n])).count()));
             continue;
         }
-        std::vector<JobRecord> batch;
-        batch.reserve(indexes.size());
-        for (auto i : indexes) {
-            batch.push_back(views[i].record);
-        }
-        auto updates = (*backend)->refresh(batch);
-        if (!updates || updates->size() != batch.size()) {
+        const auto& updates = work[n]->updates;
+        if (!updates || updates->size() != indexes.size()) {
             mark_unknown(updates ? "the backend answered for the wrong number of jobs"
                                  : updates.error().message);
             continue;
         }
-        const auto now = now_seconds();
-        std::vector<std::pair<std::int64_t, JobUpdate>> changes;
-        for (std::size_t k = 0; k < indexes.size(); ++k) {
-            JobView& view = views[indexes[k]];
-            const JobUpdate& u = (*updates)[k];
-            if (u.state == JobState::unknown) {
-                view.unreachable = true;
-                view.unreachable_reason = u.reason;
-                continue;
-            }
-            changes.emplace_back(view.record.id, u);
-        }
-        auto applied = store ? (*store)->update_many(changes, now) : Result<std::vector<bool>>{};
-        std::size_t c = 0;
-        for (std::size_t k = 0; k < indexes.size(); ++k) {
-            JobView& view = views[indexes[k]];
-            if (view.unreachable) {
-                continue;
-            }
-            const bool written = applied && c < applied->size() && (*applied)[c];
-            const JobUpdate& u = changes[c++].second;
-            if (!written && store) {
-                // Not written: another tandem ended this job meanwhile (a cancel). The store decides.
-                if (auto fresh = (*store)->get(view.record.id); fresh && *fresh) {
-                    view.record = **fresh;
-                    continue;
-                }
-            }
-            JobRecord& r = view.record;
-            r.state = u.state;
-            r.reason = u.reason;
-            r.exit_code = u.exit_code ? u.exit_code : r.exit_code;
-            r.started_at = r.started_at ? r.started_at : u.started_at;
-            r.ended_at = u.ended_at ? u.ended_at : r.ended_at;
-            r.updated_at = now;
-        }
+        apply_updates(store ? *store : nullptr, views, indexes, *updates);
     }
     return views;
 }

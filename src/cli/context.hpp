@@ -2,6 +2,7 @@
 // The composition root: paths, config, the job store and one backend per configured cluster, each made
 // on first use so that `tandem --help` or a spec error costs no database or network work.
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -26,6 +27,12 @@ public:
     Result<Backend*> backend(const std::string& cluster);
     // Every configured cluster's backend, or the first configuration error.
     Result<std::vector<Backend*>> backends();
+    // How long a fan-out waits for this cluster: twice its `timeout_seconds` (default 30) plus 5 s, so
+    // the backend's own timeout, with its retry, normally answers first.
+    std::chrono::steady_clock::duration deadline(const std::string& cluster) const;
+    // Gives up on a backend still busy on another thread: it is never destroyed (that thread may still
+    // use it), and the next backend(cluster) makes a new one.
+    void abandon(const std::string& cluster);
 
     LoadOptions load_options() const;
 
@@ -34,6 +41,7 @@ private:
     Config m_config;
     std::unique_ptr<store::JobStore> m_store;
     std::map<std::string, std::unique_ptr<Backend>> m_backends;
+    std::vector<Backend*> m_abandoned; // deliberately leaked, see abandon()
 };
 
 // A job as the CLI shows it: the stored record, and whether its cluster could not be reached just now.

@@ -61,7 +61,7 @@ Status watch_jobs(Context& ctx, std::vector<JobView> views, const ChangePrinter&
                         all_ended = false;
                         continue;
                     }
-                    auto applied = (*store)->update_many({{view.record.id, u}}, now);
+                    auto applied = (*store)->update_many({{view.record.id, u}}, now, {view.record.remote_id});
                     auto fresh = (*store)->get(view.record.id);
                     if (applied && fresh && *fresh) {
                         view.record = **fresh; // what the store kept (a cancel may have won)

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/fanout.hpp"
 #include "cli/output.hpp"
 #include "core/quantity.hpp"
 
@@ -43,25 +44,52 @@ Result<TaskSpec> load_task(Context& ctx, const SpecFlags& flags) {
     return std::move(*loaded.spec);
 }
 
+namespace {
+
+ClusterInventory unreachable(const ClusterConfig& c, const Error& e) {
+    ClusterInventory down;
+    down.name = c.name;
+    down.kind = c.kind;
+    down.reachable = false;
+    down.error = e.message;
+    down.error_kind = e.kind;
+    down.error_hint = e.hint;
+    return down;
+}
+
+} // namespace
+
 Result<Inventory> gather_inventory(Context& ctx, std::chrono::seconds max_age) {
-    Inventory inventory;
-    for (const auto& c : ctx.config().clusters) {
+    const auto& clusters = ctx.config().clusters;
+    // Backends are made here (a config error is the user's to fix, not an unreachable cluster); then
+    // every cluster is asked at once, each on its own thread with its own deadline.
+    using Answer = std::shared_ptr<Result<ClusterInventory>>;
+    std::vector<Answer> answers;
+    std::vector<FanoutTask> tasks;
+    for (const auto& c : clusters) {
         auto backend = ctx.backend(c.name);
         if (!backend) {
-            return tl::unexpected(backend.error()); // a config error, not an unreachable cluster
+            return tl::unexpected(backend.error());
         }
-        auto inv = (*backend)->inventory(max_age);
-        if (inv) {
-            inventory.clusters.push_back(std::move(*inv));
+        auto answer = std::make_shared<Result<ClusterInventory>>(ClusterInventory{});
+        tasks.push_back(FanoutTask{[answer, b = *backend, max_age] { *answer = b->inventory(max_age); },
+                                   ctx.deadline(c.name)});
+        answers.push_back(std::move(answer));
+    }
+    const auto finished = run_fanout(std::move(tasks));
+    Inventory inventory;
+    for (std::size_t i = 0; i < clusters.size(); ++i) {
+        const auto& c = clusters[i];
+        if (!finished[i]) {
+            ctx.abandon(c.name);
+            const auto waited = std::chrono::duration_cast<std::chrono::seconds>(ctx.deadline(c.name));
+            inventory.clusters.push_back(unreachable(
+                c, Error{ErrorKind::timeout, fmt::format("no answer within {}s", waited.count()),
+                         "check the cluster's address; `timeout_seconds` in its config sets the wait"}));
+        } else if (*answers[i]) {
+            inventory.clusters.push_back(std::move(**answers[i]));
         } else {
-            ClusterInventory down;
-            down.name = c.name;
-            down.kind = c.kind;
-            down.reachable = false;
-            down.error = inv.error().message;
-            down.error_kind = inv.error().kind;
-            down.error_hint = inv.error().hint;
-            inventory.clusters.push_back(std::move(down));
+            inventory.clusters.push_back(unreachable(c, answers[i]->error()));
         }
     }
     return inventory;
@@ -77,7 +105,7 @@ Result<PlannedTask> plan_task(Context& ctx, const SpecFlags& flags, std::chrono:
         return tl::unexpected(inventory.error());
     }
     PlannedTask planned{std::move(*spec), std::move(*inventory), {}};
-    planned.plan = plan(planned.spec, planned.inventory);
+    planned.plan = plan(planned.spec, planned.inventory, ctx.config().planner);
     return planned;
 }
 

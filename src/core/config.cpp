@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "core/quantity.hpp"
 #include "core/spec_loader.hpp"
 
 namespace tandem {
@@ -37,6 +38,91 @@ nlohmann::json to_json(const YAML::Node& node, int depth = 0) {
         obj[it->first.as<std::string>("")] = to_json(it->second, depth + 1);
     }
     return obj;
+}
+
+// One backend order: a list of distinct kinds ("slurm", "kubernetes"/"k8s", "local"); kinds left out
+// keep their default order after the ones named.
+std::optional<std::vector<BackendKind>> parse_order(const YAML::Node& node, const std::string& path,
+                                                    const std::string& field,
+                                                    const std::vector<BackendKind>& fallback,
+                                                    std::vector<Diagnostic>& diags) {
+    if (!node.IsSequence() || node.size() == 0) {
+        diags.push_back(
+            {loc_of(path, node.Mark()), field, "must be a list of backends, e.g. [kubernetes, slurm]"});
+        return std::nullopt;
+    }
+    std::vector<BackendKind> order;
+    for (const auto& item : node) {
+        auto kind = item.IsScalar() ? backend_kind_from_string(item.Scalar()) : std::nullopt;
+        if (!kind) {
+            diags.push_back({loc_of(path, item.Mark()), field,
+                             fmt::format("'{}' is not a backend (use slurm, kubernetes or local)",
+                                         item.IsScalar() ? item.Scalar() : std::string("?"))});
+            return std::nullopt;
+        }
+        if (std::find(order.begin(), order.end(), *kind) != order.end()) {
+            diags.push_back(
+                {loc_of(path, item.Mark()), field, fmt::format("'{}' is listed twice", item.Scalar())});
+            return std::nullopt;
+        }
+        order.push_back(*kind);
+    }
+    for (auto k : fallback) {
+        if (std::find(order.begin(), order.end(), k) == order.end()) {
+            order.push_back(k);
+        }
+    }
+    return order;
+}
+
+// `planner: {prefer: [..]}` sets all three orders; `prefer: {multi_node, shared, default}` each one.
+void parse_planner(const YAML::Node& node, const std::string& path, PlannerPolicy& policy,
+                   std::vector<Diagnostic>& diags) {
+    if (!node || node.IsNull()) {
+        return;
+    }
+    if (!node.IsMap()) {
+        diags.push_back({loc_of(path, node.Mark()), "planner", "must be a mapping with `prefer`"});
+        return;
+    }
+    for (auto it = node.begin(); it != node.end(); ++it) {
+        const auto key = it->first.as<std::string>("");
+        if (key != "prefer") {
+            diags.push_back(
+                {loc_of(path, it->first.Mark()), "planner." + key, "unknown field (known: prefer)"});
+        }
+    }
+    const YAML::Node prefer = node["prefer"];
+    if (!prefer || prefer.IsNull()) {
+        return;
+    }
+    if (prefer.IsSequence()) {
+        if (auto order = parse_order(prefer, path, "planner.prefer", policy.prefer_default, diags)) {
+            policy.prefer_default = policy.prefer_multi_node = policy.prefer_shared = *order;
+        }
+        return;
+    }
+    if (!prefer.IsMap()) {
+        diags.push_back({loc_of(path, prefer.Mark()), "planner.prefer",
+                         "must be a list of backends, or a mapping with multi_node, shared, default"});
+        return;
+    }
+    for (auto it = prefer.begin(); it != prefer.end(); ++it) {
+        const auto key = it->first.as<std::string>("");
+        const std::string field = "planner.prefer." + key;
+        std::vector<BackendKind>* target = key == "multi_node" ? &policy.prefer_multi_node
+                                           : key == "shared"   ? &policy.prefer_shared
+                                           : key == "default"  ? &policy.prefer_default
+                                                               : nullptr;
+        if (target == nullptr) {
+            diags.push_back({loc_of(path, it->first.Mark()), field,
+                             "unknown field (known: multi_node, shared, default)"});
+            continue;
+        }
+        if (auto order = parse_order(it->second, path, field, *target, diags)) {
+            *target = *order;
+        }
+    }
 }
 
 Config default_config() {
@@ -93,7 +179,8 @@ Result<Config> parse_config(const std::string& text, const std::string& path) {
         return fail(ErrorKind::config,
                     format_diagnostic({loc_of(path, root.Mark()), "", "must be a mapping"}));
     }
-    static const std::vector<std::string_view> top_keys{"clusters", "discover_kubeconfig"};
+    static const std::vector<std::string_view> top_keys{"clusters", "discover_kubeconfig", "planner",
+                                                        "pending_timeout"};
     for (auto it = root.begin(); it != root.end(); ++it) {
         const auto key = it->first.as<std::string>("");
         if (std::find(top_keys.begin(), top_keys.end(), key) == top_keys.end()) {
@@ -110,6 +197,14 @@ Result<Config> parse_config(const std::string& text, const std::string& path) {
         } else {
             discover = d.Scalar() == "true";
         }
+    }
+    parse_planner(root["planner"], path, config.planner, diags);
+    if (const YAML::Node t = root["pending_timeout"]; t && !t.IsNull()) {
+        auto seconds = t.IsScalar()
+                           ? parse_duration_seconds(t.Scalar())
+                           : tl::expected<std::int64_t, std::string>(tl::unexpect, "must be a duration");
+        seconds ? void(config.pending_timeout_seconds = *seconds)
+                : diags.push_back({loc_of(path, t.Mark()), "pending_timeout", seconds.error()});
     }
     const YAML::Node clusters = root["clusters"];
     if (clusters && !clusters.IsNull()) {
@@ -159,6 +254,8 @@ Result<Config> parse_config(const std::string& text, const std::string& path) {
         auto d = default_config();
         d.path = path;
         d.discover_kubeconfig = discover;
+        d.planner = config.planner;
+        d.pending_timeout_seconds = config.pending_timeout_seconds;
         return d;
     }
     config.discover_kubeconfig = discover;

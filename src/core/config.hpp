@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/inventory.hpp"
+#include "core/planner.hpp"
 #include "core/spec.hpp"
 
 namespace tandem {
@@ -36,6 +37,11 @@ struct Config {
     // With no `type: kubernetes` entry, every context of the user's kubeconfig is a cluster k8s/<context>
     // (`discover_kubeconfig: false` turns that off).
     bool discover_kubeconfig = true;
+    // `planner.prefer`: backend order per kind of request (see PlannerPolicy for the default).
+    PlannerPolicy planner;
+    // `pending_timeout`: the default for every launch (a task's config.pending_timeout and
+    // --pending-timeout override it); nullopt waits as long as the job waits.
+    std::optional<std::int64_t> pending_timeout_seconds;
 };
 
 // Parses config text; every problem is reported at once as file:line:col lines in one config error.

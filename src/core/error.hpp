@@ -22,10 +22,22 @@ enum class ErrorKind {
 };
 
 struct Error {
+    Error() = default;
+    Error(ErrorKind k, std::string m, std::string h = {})
+        : kind(k), message(std::move(m)), hint(std::move(h)) {}
+
     ErrorKind kind = ErrorKind::internal;
     std::string message;
     std::string hint; // optional: how to fix it, printed as "hint: ..."
+    // Set by submit(): the backend answered and declined this job here (capacity, quota, partition,
+    // admission). Nothing was created, and another cluster may take it: launch fails over.
+    bool refused = false;
 };
+
+inline Error refusal(Error e) {
+    e.refused = true;
+    return e;
+}
 
 template <typename T> using Result = tl::expected<T, Error>;
 using Status = tl::expected<void, Error>;

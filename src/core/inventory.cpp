@@ -1,5 +1,7 @@
 #include "core/inventory.hpp"
 
+#include <cstdio>
+
 namespace tandem {
 
 std::string_view to_string(BackendKind kind) {
@@ -27,6 +29,20 @@ std::optional<BackendKind> backend_kind_from_string(std::string_view text) {
     return std::nullopt;
 }
 
+std::optional<std::string> mig_profile_for(double fraction, const std::vector<std::string>& profiles) {
+    std::optional<std::pair<int, std::string>> best;
+    for (const auto& profile : profiles) {
+        int slices = 0;
+        if (std::sscanf(profile.c_str(), "%dg", &slices) != 1 || slices <= 0) {
+            continue;
+        }
+        if (slices / 7.0 + 1e-9 >= fraction && (!best || slices < best->first)) {
+            best = std::make_pair(slices, profile);
+        }
+    }
+    return best ? std::optional<std::string>(best->second) : std::nullopt;
+}
+
 nlohmann::json to_json(const Pool& p) {
     return nlohmann::json{{"name", p.name},
                           {"accelerator", p.accelerator},
@@ -41,6 +57,8 @@ nlohmann::json to_json(const Pool& p) {
                                                                   : nlohmann::json(nullptr)},
                           {"mig_profiles", p.mig_profiles},
                           {"time_sliced", p.time_sliced},
+                          {"shared_free", p.shared_free},
+                          {"shared_total", p.shared_total},
                           {"node_states", p.node_states}};
 }
 
@@ -61,6 +79,8 @@ std::optional<Pool> pool_from_json(const nlohmann::json& j) {
         }
         p.mig_profiles = j.at("mig_profiles").get<std::vector<std::string>>();
         p.time_sliced = j.at("time_sliced").get<bool>();
+        p.shared_free = j.value("shared_free", 0); // absent in caches written before they existed
+        p.shared_total = j.value("shared_total", 0);
         p.node_states = j.at("node_states").get<std::vector<std::string>>();
         return p;
     } catch (const nlohmann::json::exception&) {

@@ -30,7 +30,9 @@ struct Pool {
     std::optional<int> max_time_minutes;   // nullopt: no limit
     std::vector<std::string> mig_profiles; // e.g. "1g.10gb" (Kubernetes MIG "mixed" strategy)
     bool time_sliced = false;              // GPUs shared by time-slicing
-    std::vector<std::string> node_states;  // "idle:2", "mixed:1", for `infra`
+    int shared_total = 0; // MIG devices plus time-sliced replicas: what a fractional request takes one of
+    int shared_free = 0;  // of those, not requested by a running pod (on usable nodes)
+    std::vector<std::string> node_states; // "idle:2", "mixed:1", for `infra`
 };
 
 struct ClusterInventory {
@@ -46,6 +48,11 @@ struct ClusterInventory {
 struct Inventory {
     std::vector<ClusterInventory> clusters;
 };
+
+// The smallest MIG profile of `profiles` ("<slices>g.<memory>", of a GPU's 7 compute slices) that holds
+// `fraction` of a GPU; nullopt when none does. The planner and the Kubernetes adapter both use it, so a
+// pool the planner accepts is one the adapter can render.
+std::optional<std::string> mig_profile_for(double fraction, const std::vector<std::string>& profiles);
 
 // The JSON shape `infra --json` documents for a pool; also how backends cache their inventory.
 nlohmann::json to_json(const Pool& pool);

@@ -24,6 +24,7 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <cstdio>
 #include <limits>
 #include <optional>
 #include <string_view>
@@ -121,6 +122,19 @@ std::string cluster_mismatch(const Candidate& c, const ClusterInventory& cluster
     return c.unsupported[static_cast<std::size_t>(cluster.kind)];
 }
 
+std::string largest_mig_profile(const std::vector<std::string>& profiles) {
+    std::string best;
+    int most = 0;
+    for (const auto& profile : profiles) {
+        int slices = 0;
+        if (std::sscanf(profile.c_str(), "%dg", &slices) == 1 && slices > most) {
+            most = slices;
+            best = profile;
+        }
+    }
+    return best.empty() ? "none" : best;
+}
+
 std::string accelerator_mismatch(const Accelerator& want, const Pool& pool) {
     // A pool of MIG slices only (every GPU partitioned) has no whole GPU but serves fractions.
     const bool sliced = want.fractional() && (pool.time_sliced || !pool.mig_profiles.empty());
@@ -133,6 +147,10 @@ std::string accelerator_mismatch(const Accelerator& want, const Pool& pool) {
     if (want.fractional()) {
         if (!pool.time_sliced && pool.mig_profiles.empty()) {
             return fmt::format("fractional {}:{} needs MIG or time-sliced GPUs", want.name, want.count);
+        }
+        if (!pool.time_sliced && !mig_profile_for(want.count, pool.mig_profiles)) {
+            return fmt::format("needs {} of a GPU, largest MIG slice here is {}", want.count,
+                               largest_mig_profile(pool.mig_profiles));
         }
     } else if (pool.gpus_per_node < want.count) {
         return fmt::format("needs {}:{} per node, pool has {} per node", want.name, want.count,
@@ -194,6 +212,9 @@ bool can_start_now(const Accelerator* want, const Pool& pool, BackendKind kind, 
     if (want == nullptr) {
         // The local backend starts processes immediately; elsewhere a CPU task counts on idle nodes.
         return kind == BackendKind::local || pool.nodes_free >= num_nodes;
+    }
+    if (want->fractional()) { // one MIG device or time-sliced replica per rank
+        return pool.shared_free >= num_nodes;
     }
     // Asking for every GPU of a node needs whole idle nodes; a smaller request can share a node.
     if (!want->fractional() && want->count >= pool.gpus_per_node) {

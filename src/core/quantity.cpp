@@ -345,4 +345,53 @@ std::string format_accelerator(const Accelerator& acc) {
     return acc.name + ":" + format_number(acc.count);
 }
 
+tl::expected<std::int64_t, std::string> parse_duration_seconds(std::string_view text) {
+    const std::string bad =
+        fmt::format("'{}' is not a duration (use e.g. 90s, 30m, 2h, 1h30m; a bare number is seconds)", text);
+    if (text.empty()) {
+        return tl::unexpected(bad);
+    }
+    std::int64_t total = 0;
+    std::size_t i = 0;
+    while (i < text.size()) {
+        std::int64_t n = 0;
+        const std::size_t digits_start = i;
+        while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+            if (n > 1'000'000'000) {
+                return tl::unexpected(bad);
+            }
+            n = n * 10 + (text[i++] - '0');
+        }
+        if (i == digits_start) {
+            return tl::unexpected(bad);
+        }
+        std::int64_t unit = 1;
+        if (i < text.size()) {
+            switch (text[i++]) {
+            case 's':
+                unit = 1;
+                break;
+            case 'm':
+                unit = 60;
+                break;
+            case 'h':
+                unit = 3600;
+                break;
+            case 'd':
+                unit = 86400;
+                break;
+            default:
+                return tl::unexpected(bad);
+            }
+        } else if (digits_start != 0) {
+            return tl::unexpected(bad); // "1h30": the last number needs its unit
+        }
+        total += n * unit;
+    }
+    if (total <= 0) {
+        return tl::unexpected(bad);
+    }
+    return total;
+}
+
 } // namespace tandem

@@ -3,6 +3,7 @@
 // quantities, Slurm time limits, ports and infra pins. Each returns a message (no location) on error;
 // the spec loader adds file:line:col.
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,5 +35,7 @@ std::string format_accelerator(const Accelerator& acc); // "H100:8", "A100:0.5"
 std::string format_number(double value);                // 8 -> "8", 0.5 -> "0.5"
 // A positive integer that fits an int.
 tl::expected<int, std::string> parse_positive_int(std::string_view text);
+// "90s", "30m", "2h", "1h30m", "1d"; a bare number is seconds. At least one second.
+tl::expected<std::int64_t, std::string> parse_duration_seconds(std::string_view text);
 
 } // namespace tandem

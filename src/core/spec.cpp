@@ -133,6 +133,9 @@ nlohmann::json to_redacted_json(const TaskSpec& spec) {
     if (!spec.kubernetes.pod_config.is_null()) {
         k8s["pod_config"] = spec.kubernetes.pod_config;
     }
+    if (spec.pending_timeout_seconds) {
+        j["config"]["pending_timeout"] = *spec.pending_timeout_seconds;
+    }
     return j;
 }
 

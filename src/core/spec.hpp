@@ -86,6 +86,9 @@ struct TaskSpec {
     std::string run;
     SlurmSettings slurm;
     KubernetesSettings kubernetes;
+    // `config.pending_timeout`: a job still waiting for resources after this long moves to the next
+    // candidate (launch --pending-timeout overrides it).
+    std::optional<std::int64_t> pending_timeout_seconds;
     std::map<std::string, SourceLoc> locations; // dotted path -> where it was written
 
     // The concrete options the planner chooses among, in preference order.

@@ -30,7 +30,7 @@ using detail::YamlWalker;
 
 const std::vector<std::string_view> k_top_keys{"name",    "workdir",     "num_nodes", "resources", "envs",
                                                "secrets", "file_mounts", "setup",     "run",       "config"};
-const std::vector<std::string_view> k_config_keys{"slurm", "kubernetes"};
+const std::vector<std::string_view> k_config_keys{"slurm", "kubernetes", "pending_timeout"};
 const std::vector<std::string_view> k_slurm_keys{"partition", "account", "qos", "constraint", "time"};
 const std::vector<std::string_view> k_k8s_keys{"backoff_limit", "namespace", "pod_config", "queue"};
 
@@ -143,6 +143,15 @@ private:
             }
             const std::string path = "config." + key.Scalar();
             if (value.IsNull()) {
+                continue;
+            }
+            if (key.Scalar() == "pending_timeout") {
+                m_spec.locations[path] = m_w.loc(key);
+                if (auto v = m_w.scalar(value, path)) {
+                    auto seconds = parse_duration_seconds(*v);
+                    seconds ? void(m_spec.pending_timeout_seconds = *seconds)
+                            : m_w.error(value, path, seconds.error());
+                }
                 continue;
             }
             if (!value.IsMap()) {

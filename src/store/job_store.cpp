@@ -143,7 +143,8 @@ Status JobStore::update(std::int64_t id, const JobUpdate& update, std::int64_t n
 }
 
 Result<std::vector<bool>>
-JobStore::update_many(const std::vector<std::pair<std::int64_t, JobUpdate>>& updates, std::int64_t now) {
+JobStore::update_many(const std::vector<std::pair<std::int64_t, JobUpdate>>& updates, std::int64_t now,
+                      const std::vector<std::string>& remote_ids) {
     std::vector<bool> applied(updates.size(), false);
     const bool any = std::any_of(updates.begin(), updates.end(),
                                  [](const auto& u) { return u.second.state != JobState::unknown; });
@@ -159,7 +160,7 @@ JobStore::update_many(const std::vector<std::pair<std::int64_t, JobUpdate>>& upd
     // A terminal state is final: a refresh racing with a cancel (or another refresh) cannot rewrite it.
     auto stmt = prepare("UPDATE jobs SET state = ?1, reason = ?2, exit_code = coalesce(?3, exit_code), "
                         "started_at = coalesce(started_at, ?4), ended_at = coalesce(?5, ended_at), "
-                        "updated_at = ?6 WHERE id = ?7 "
+                        "updated_at = ?6 WHERE id = ?7 AND (?8 = '' OR remote_id = ?8) "
                         "AND state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')");
     if (!stmt) {
         return tl::unexpected(stmt.error());
@@ -177,6 +178,8 @@ JobStore::update_many(const std::vector<std::pair<std::int64_t, JobUpdate>>& upd
         stmt->bind(5, update.ended_at);
         stmt->bind(6, now);
         stmt->bind(7, id);
+        // A null data pointer would bind NULL, and NULL = '' is never true.
+        stmt->bind(8, i < remote_ids.size() ? std::string_view(remote_ids[i]) : std::string_view(""));
         if (stmt->step() != SQLITE_DONE) {
             return tl::unexpected(sqlite_error(fmt::format("cannot update job {}", id)));
         }

@@ -21,7 +21,7 @@ namespace tandem::store {
 class Stmt;     // sqlite_stmt.hpp, private to the store
 class WriteTxn; // sqlite_stmt.hpp
 
-inline constexpr int k_schema_version = 1;
+inline constexpr int k_schema_version = 2;
 
 struct JobFilter {
     bool active_only = false;                // only non-terminal jobs
@@ -33,6 +33,28 @@ struct JobFilter {
 };
 
 using JobUpdate = tandem::JobUpdate; // defined in core/job.hpp
+
+// One earlier placement of a job that moved on (failover): refused at submit, or cancelled after waiting
+// too long. The job's current placement is the jobs row itself.
+struct Attempt {
+    int number = 0; // 1, 2, ... in order
+    std::string cluster;
+    std::string backend;
+    std::string pool;
+    std::string remote_id; // empty when the submit was refused
+    std::int64_t submitted_at = 0;
+    std::int64_t ended_at = 0;
+    std::string outcome; // "refused: ...", "pending 5m (Resources): cancelled"
+};
+
+// Where a job goes next (failover).
+struct Move {
+    std::string cluster;
+    std::string backend;
+    std::string placement_json;
+    std::string gpus;
+    std::string reason; // shown while the new submit is under way
+};
 
 // One connection. Not for sharing between threads without a lock: each thread or process opens its own,
 // and SQLite's file locking (with the busy timeout) keeps them consistent.
@@ -54,9 +76,20 @@ public:
     Status update(std::int64_t id, const JobUpdate& update, std::int64_t now);
     // Applies a whole refresh in one transaction; says, per entry, whether the row changed (false: the
     // update was UNKNOWN, the job had already ended, or it does not exist).
+    // With `remote_ids` (one per update), an update lands only while its job still holds that remote id:
+    // a failover may have moved the job while the refresh was under way.
     Result<std::vector<bool>> update_many(const std::vector<std::pair<std::int64_t, JobUpdate>>& updates,
-                                          std::int64_t now);
+                                          std::int64_t now, const std::vector<std::string>& remote_ids = {});
     Result<std::optional<JobRecord>> get(std::int64_t id);
+
+    // Failover, in one transaction: records `finished` as the job's next earlier attempt and points the
+    // job at `to`, PENDING with no remote id. Only while the job still holds `expected_remote_id` and has
+    // not ended, except that a CANCELLED not asked for by the user (the failover's own cancel, seen by a
+    // concurrent refresh) does not stop it. Returns false when the job was not moved.
+    Result<bool> move_job(std::int64_t id, const std::string& expected_remote_id, const Attempt& finished,
+                          const Move& to, std::int64_t now);
+    // The earlier attempts of a job, oldest first (empty for a job that never moved).
+    Result<std::vector<Attempt>> attempts(std::int64_t id);
     Result<std::vector<JobRecord>> list(const JobFilter& filter); // sorted by id
 
 private:

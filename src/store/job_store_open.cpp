@@ -45,6 +45,19 @@ constexpr std::array k_migrations{
         CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
         CREATE INDEX IF NOT EXISTS jobs_ended_at ON jobs(ended_at);
     )sql"},
+    Migration{2, R"sql(
+        CREATE TABLE IF NOT EXISTS job_attempts(
+            job_id INTEGER NOT NULL,
+            attempt INTEGER NOT NULL,
+            cluster TEXT NOT NULL,
+            backend TEXT NOT NULL,
+            pool TEXT NOT NULL DEFAULT '',
+            remote_id TEXT NOT NULL DEFAULT '',
+            submitted_at INTEGER NOT NULL,
+            ended_at INTEGER NOT NULL,
+            outcome TEXT NOT NULL DEFAULT '',
+            PRIMARY KEY(job_id, attempt));
+    )sql"},
 };
 static_assert(k_migrations.back().version == k_schema_version, "every schema version needs its migration");
 

@@ -264,6 +264,20 @@ Status K8sBackend::create(const std::string& path, const json& object, const std
     return {};
 }
 
+namespace {
+
+// The apiserver turned this Job down on its merits: validation or an admission controller (400/422), a
+// ResourceQuota ("exceeded quota", 403), or a webhook. Another cluster may well take it.
+bool declined(const Error& e) {
+    if (e.kind == ErrorKind::invalid_spec) {
+        return true;
+    }
+    return e.message.find("exceeded quota") != std::string::npos ||
+           e.message.find("admission webhook") != std::string::npos;
+}
+
+} // namespace
+
 Result<std::string> K8sBackend::submit(const TaskSpec& spec, const Placement& placement,
                                        std::int64_t job_id) {
     auto plan = job_plan(spec, placement, job_id);
@@ -285,6 +299,14 @@ Result<std::string> K8sBackend::submit(const TaskSpec& spec, const Placement& pl
     for (const auto& job : manifests->jobs) {
         json created;
         if (auto ok = create(jobs_path(ns), job, plan->submit_token, &created); !ok) {
+            if (owner.is_null() && declined(ok.error())) {
+                // Nothing of this job runs: take the Secret back, and let launch try the next cluster.
+                if (manifests->secret) {
+                    (void)m_api.call("DELETE", core_path(ns, "secrets") + "/" + plan->base_name + "-secrets",
+                                     nullptr, {404}, true);
+                }
+                return tl::unexpected(refusal(ok.error()));
+            }
             return tl::unexpected(ok.error());
         }
         if (owner.is_null()) {

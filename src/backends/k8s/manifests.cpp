@@ -360,19 +360,8 @@ std::optional<GpuRequest> choose_gpu_request(const Accelerator& want, const Pool
         r.count = static_cast<int>(std::ceil(want.count));
         return r;
     }
-    // MIG profiles are "<slices>g.<memory>": <slices> of the GPU's 7 compute slices.
-    std::optional<std::pair<int, std::string>> best;
-    for (const auto& profile : pool.mig_profiles) {
-        int slices = 0;
-        if (std::sscanf(profile.c_str(), "%dg", &slices) != 1 || slices <= 0) {
-            continue;
-        }
-        if (slices / 7.0 + 1e-9 >= want.count && (!best || slices < best->first)) {
-            best = std::make_pair(slices, profile);
-        }
-    }
-    if (best) {
-        r.resource = "nvidia.com/mig-" + best->second;
+    if (auto profile = mig_profile_for(want.count, pool.mig_profiles)) {
+        r.resource = "nvidia.com/mig-" + *profile;
         r.count = 1;
         return r;
     }

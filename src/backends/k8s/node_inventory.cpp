@@ -50,6 +50,8 @@ struct NodeFacts {
     double memory_gb = 0;
     std::set<std::string> mig_profiles;
     bool time_sliced = false;
+    int mig_devices = 0; // nvidia.com/mig-* allocatable, all profiles
+    double requested_mig = 0;
 };
 
 std::string upper(std::string_view s) {
@@ -173,6 +175,7 @@ NodeFacts facts_of(const json& node) {
         if (name.rfind(k_mig_prefix, 0) == 0 && value.is_string() &&
             parse_quantity(value.get<std::string>()).value_or(0) > 0) {
             f.mig_profiles.insert(name.substr(k_mig_prefix.size()));
+            f.mig_devices += int_quantity_at(alloc, name);
         }
     }
 
@@ -274,6 +277,11 @@ ClusterInventory pools_from(const std::string& cluster, const json& node_list, c
                 it->second->requested_slices += r->second;
             }
         }
+        for (const auto& [resource, amount] : req) {
+            if (resource.rfind(k_mig_prefix, 0) == 0) {
+                it->second->requested_mig += amount;
+            }
+        }
         it->second->idle = it->second->idle && !workload(pod);
     }
 
@@ -300,7 +308,11 @@ ClusterInventory pools_from(const std::string& cluster, const json& node_list, c
             const double free_slices = std::max(0.0, f.slices - f.requested_slices);
             p.gpus_free += static_cast<int>(std::floor(free_slices + 1e-9)) / f.replicas;
             p.nodes_free += f.idle ? 1 : 0;
+            p.shared_free +=
+                static_cast<int>(std::floor(std::max(0.0, f.mig_devices - f.requested_mig) + 1e-9));
+            p.shared_free += f.time_sliced ? static_cast<int>(std::floor(free_slices + 1e-9)) : 0;
         }
+        p.shared_total += f.mig_devices + (f.time_sliced ? f.slices : 0);
         for (const auto& m : f.mig_profiles) {
             if (std::find(p.mig_profiles.begin(), p.mig_profiles.end(), m) == p.mig_profiles.end()) {
                 p.mig_profiles.push_back(m);

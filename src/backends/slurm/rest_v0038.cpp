@@ -101,8 +101,8 @@ Result<std::string> parse_submit_response(const json& body) {
         if (const auto id = rest::number(body, "job_id")) {
             return std::to_string(*id);
         }
-        if (auto err = rest::response_error(body)) {
-            return tl::unexpected(Error{ErrorKind::remote, err->message, {}});
+        if (auto err = rest::response_error(body)) { // slurmctld declined it: another cluster may not
+            return tl::unexpected(refusal(Error{ErrorKind::remote, err->message, {}}));
         }
         return fail(ErrorKind::remote, "slurm: the submit response has neither a job_id nor errors");
     });

@@ -255,8 +255,10 @@ Result<std::string> SlurmSshBackend::submit(const TaskSpec& spec, const Placemen
     }
     if (answer->exit_status != 0) {
         // "sbatch: error: Batch job submission failed: Requested node configuration is not available"
-        return fail(ErrorKind::remote, fmt::format("cluster {}: sbatch refused the job: {}", m_cluster,
-                                                   first_line(answer->err)));
+        return tl::unexpected(refusal(
+            Error{ErrorKind::remote,
+                  fmt::format("cluster {}: sbatch refused the job: {}", m_cluster, first_line(answer->err)),
+                  {}}));
     }
     auto id = cli::parse_sbatch_parsable(answer->out);
     if (!id) {

@@ -102,9 +102,9 @@ TEST_CASE("backend support: fractional GPUs need kubernetes") {
     spec.resources.accelerators = {{"A100", 0.5}};
     CHECK(unsupported_fields(spec, spec.resources, BackendKind::kubernetes).empty());
     CHECK_THAT(reason_for(spec, spec.resources, BackendKind::slurm, "resources.accelerators"),
-               Catch::StartsWith("not supported on slurm: fractional GPUs are not supported on slurm"));
+               Catch::StartsWith("not supported on slurm: fractional GPUs need MIG or time-sliced GPUs"));
     CHECK_THAT(reason_for(spec, spec.resources, BackendKind::local, "resources.accelerators"),
-               Catch::StartsWith("not supported on local: fractional GPUs are not supported on local"));
+               Catch::StartsWith("not supported on local: fractional GPUs need MIG or time-sliced GPUs"));
 
     SECTION("a whole GPU count is not fractional") {
         spec.resources.accelerators = {{"A100", 1}};

@@ -190,22 +190,35 @@ TEST_CASE("planner: fractional GPUs need a MIG or time-sliced pool") {
     Pool plain = gpu_pool("a100", "A100", 8, 2, 2);
     Pool mig = gpu_pool("a100-mig", "A100", 8, 2, 2);
     mig.mig_profiles = {"1g.10gb", "3g.40gb"};
+    mig.shared_total = mig.shared_free = 14;
     Pool shared = gpu_pool("a100-shared", "A100", 8, 2, 2);
     shared.time_sliced = true;
+    shared.shared_total = shared.shared_free = 32;
     Inventory inv{{cluster("k8s/prod", BackendKind::kubernetes, {plain, mig, shared}),
                    cluster("slurm-a", BackendKind::slurm, {mig})}};
-    auto spec = task(with_accelerators({{"A100", 0.5}}));
+    auto spec = task(with_accelerators({{"A100", 0.4}}));
     const auto p = plan(spec, inv);
 
-    CHECK(reason_of(p, "k8s/prod", "a100") == "fractional A100:0.5 needs MIG or time-sliced GPUs");
+    CHECK(reason_of(p, "k8s/prod", "a100") == "fractional A100:0.4 needs MIG or time-sliced GPUs");
     CHECK_THAT(reason_of(p, "slurm-a", ""),
-               Catch::StartsWith("not supported on slurm: fractional GPUs are not supported on slurm"));
+               Catch::StartsWith("not supported on slurm: fractional GPUs need MIG or time-sliced GPUs"));
     CHECK(ranked(p) == std::vector<std::string>{"k8s/prod/a100-mig", "k8s/prod/a100-shared"});
     for (const auto& placement : p.placements) {
         CHECK(placement.starts_now);
         CHECK(component(placement, "gpu_fit") == 0);             // a slice wastes no whole GPUs
         CHECK(component(placement, "backend_preference") == 30); // shared work prefers k8s
     }
+
+    // Half a GPU is more than 3 of 7 slices: only the time-sliced pool can take it.
+    const auto half = plan(task(with_accelerators({{"A100", 0.5}})), inv);
+    CHECK(reason_of(half, "k8s/prod", "a100-mig") == "needs 0.5 of a GPU, largest MIG slice here is 3g.40gb");
+    CHECK(ranked(half) == std::vector<std::string>{"k8s/prod/a100-shared"});
+
+    // Every slice taken: still feasible, but it would wait.
+    mig.shared_free = 0;
+    const auto busy = plan(spec, Inventory{{cluster("k8s/prod", BackendKind::kubernetes, {mig})}});
+    REQUIRE(busy.placements.size() == 1);
+    CHECK_FALSE(busy.placements.front().starts_now);
 }
 
 TEST_CASE("planner: a pool whose GPUs are all MIG slices serves fractions, not whole GPUs") {

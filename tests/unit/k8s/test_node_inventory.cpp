@@ -67,6 +67,8 @@ TEST_CASE("inventory: recorded nodes and pods -> pools by GPU product") {
         CHECK(p.gpus_per_node == 4);
         CHECK(p.gpus_free == 2);
         CHECK(p.mig_profiles == std::vector<std::string>{"1g.5gb", "3g.20gb"});
+        CHECK(p.shared_total == 9); // 7 of 1g.5gb, 2 of 3g.20gb
+        CHECK(p.shared_free == 8);  // one 1g.5gb taken by a running pod
         CHECK_FALSE(p.time_sliced);
         CHECK(p.nodes_free == 0);
     }
@@ -76,6 +78,8 @@ TEST_CASE("inventory: recorded nodes and pods -> pools by GPU product") {
         CHECK(p.time_sliced);
         CHECK(p.gpus_per_node == 2); // 8 slices / 4 replicas
         CHECK(p.gpus_free == 1);     // 5 free slices -> 1 whole GPU
+        CHECK(p.shared_total == 8);  // but 5 fractional requests fit
+        CHECK(p.shared_free == 5);
         CHECK(p.memory_gb_per_node == 64.0);
     }
     SECTION("GKE label, untouched node: free") {

@@ -20,6 +20,8 @@ TEST_CASE("inventory recorded: the testbed's three nodes") {
     CHECK(mig.accelerator == "A100-80GB");
     CHECK(mig.gpus_per_node == 0); // MIG devices only: no whole GPU to give
     CHECK(mig.mig_profiles == std::vector<std::string>{"1g.10gb"});
+    CHECK(mig.shared_total == 7);
+    CHECK(mig.shared_free == 7);
     CHECK(mig.cpus_per_node == 32);
     CHECK(mig.memory_gb_per_node == 256.0);
     CHECK(mig.nodes_free == 1);

@@ -324,7 +324,7 @@ TEST_CASE("a store written by a newer tandem is refused and left untouched") {
     REQUIRE_FALSE(refused);
     CHECK(refused.error().kind == ErrorKind::config);
     CHECK(refused.error().message ==
-          "job store " + path + " has schema version 99, newer than this tandem understands (1)");
+          "job store " + path + " has schema version 99, newer than this tandem understands (2)");
     CHECK(refused.error().hint == "upgrade tandem; the file was left untouched");
 
     CHECK(read_bytes(path) == before);

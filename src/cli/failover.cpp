@@ -1,0 +1,173 @@
+#include "cli/failover.hpp"
+
+#include <fmt/format.h>
+
+#include "cli/output.hpp"
+#include "cli/task_planning.hpp"
+
+namespace tandem::cli {
+
+namespace {
+
+std::string where(const Placement& p) {
+    return p.pool.empty() ? p.cluster : p.cluster + "/" + p.pool;
+}
+
+bool starts_with(const std::string& text, std::string_view prefix) {
+    return text.compare(0, prefix.size(), prefix) == 0;
+}
+
+} // namespace
+
+bool waiting_for_resources(const JobRecord& job) {
+    if (job.state != JobState::pending) {
+        return false;
+    }
+    // Slurm's reasons a user or a schedule imposes; nothing to gain from another cluster.
+    for (std::string_view held : {"JobHeld", "Dependency", "BeginTime", "DependencyNeverSatisfied"}) {
+        if (starts_with(job.reason, held)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+Failover::Failover(Context& ctx, const TaskSpec& spec, std::vector<Placement> candidates, JobRecord job)
+    : m_ctx(ctx), m_spec(spec), m_candidates(std::move(candidates)), m_job(std::move(job)) {}
+
+std::optional<std::size_t> Failover::next_candidate(bool skip_same_pool) const {
+    const Placement& now = m_candidates[m_current];
+    for (std::size_t i = m_current + 1; i < m_candidates.size(); ++i) {
+        const Placement& p = m_candidates[i];
+        if (skip_same_pool && p.cluster == now.cluster && p.pool == now.pool) {
+            continue; // the same queue again would wait just as long
+        }
+        return i;
+    }
+    return std::nullopt;
+}
+
+Result<bool> Failover::move_to(std::size_t next, const std::string& outcome) {
+    auto store = m_ctx.store();
+    if (!store) {
+        return tl::unexpected(store.error());
+    }
+    const Placement& from = m_candidates[m_current];
+    const Placement& to = m_candidates[next];
+    const auto now = now_seconds();
+    store::Attempt finished{0,         from.cluster,    std::string(to_string(from.kind)),
+                            from.pool, m_job.remote_id, m_placed_at,
+                            now,       outcome};
+    store::Move move{to.cluster, std::string(to_string(to.kind)), placement_json(to).dump(),
+                     placement_gpus(m_spec, to), fmt::format("moving from {}", where(from))};
+    auto moved = (*store)->move_job(m_job.id, m_job.remote_id, finished, move, now);
+    if (!moved || !*moved) {
+        return moved;
+    }
+    m_current = next;
+    m_job.cluster = to.cluster;
+    m_job.backend = move.backend;
+    m_job.remote_id.clear();
+    m_job.state = JobState::pending;
+    m_job.reason = move.reason;
+    m_job.gpus = move.gpus;
+    m_job.placement_json = move.placement_json;
+    return true;
+}
+
+Status Failover::submit() {
+    auto store = m_ctx.store();
+    if (!store) {
+        return tl::unexpected(store.error());
+    }
+    for (;;) {
+        const Placement& placement = m_candidates[m_current];
+        m_placed_at = now_seconds();
+        auto backend = m_ctx.backend(placement.cluster);
+        Result<std::string> remote_id =
+            backend ? (*backend)->submit(m_spec, placement, m_job.id) : tl::unexpected(backend.error());
+        if (remote_id) {
+            if (auto ok = (*store)->set_remote_id(m_job.id, *remote_id); !ok) {
+                return ok;
+            }
+            m_job.remote_id = *remote_id;
+            note(fmt::format("tandem: job {} ({}) submitted to {} as {} [{}]", m_job.id, m_job.name,
+                             where(placement), *remote_id, placement.option_label));
+            return {};
+        }
+        const Error& e = remote_id.error();
+        const auto next = e.refused ? next_candidate(false) : std::nullopt;
+        if (e.refused) {
+            m_refusals.push_back(fmt::format("{}: {}", where(placement), e.message));
+        }
+        if (next) {
+            note(fmt::format("tandem: {} declined job {}: {}; trying {}", where(placement), m_job.id,
+                             e.message, where(m_candidates[*next])));
+            auto moved = move_to(*next, "refused: " + e.message);
+            if (!moved) {
+                return tl::unexpected(moved.error());
+            }
+            if (*moved) {
+                continue;
+            }
+            return fail(ErrorKind::remote, fmt::format("job {} was cancelled while being placed", m_job.id));
+        }
+        // The last candidate failed (or the failure was not a refusal): the job ends here, saying why.
+        const std::string why = m_refusals.size() > 1 ? "every candidate declined it" : e.message;
+        JobUpdate failed{JobState::failed, "submit failed: " + why, std::nullopt, std::nullopt,
+                         now_seconds()};
+        (void)(*store)->update(m_job.id, failed, now_seconds());
+        Error out = e;
+        out.refused = false;
+        if (m_refusals.size() > 1) {
+            out.message = fmt::format("job {}: no cluster took it:", m_job.id);
+            for (const auto& r : m_refusals) {
+                out.message += "\n  " + r;
+            }
+            out.hint = "see `tandem plan FILE` and `tandem infra`";
+        } else {
+            out.message =
+                fmt::format("job {}: submit to {} failed: {}", m_job.id, placement.cluster, e.message);
+        }
+        return tl::unexpected(out);
+    }
+}
+
+Result<bool> Failover::move_on_if_stuck(const JobView& view, std::int64_t timeout_seconds) {
+    if (view.unreachable || !waiting_for_resources(view.record)) {
+        return false;
+    }
+    const auto waited = now_seconds() - m_placed_at;
+    if (waited < timeout_seconds) {
+        return false;
+    }
+    const auto next = next_candidate(true);
+    if (!next) {
+        return false; // nowhere else to go: keep waiting here
+    }
+    const Placement& here = m_candidates[m_current];
+    auto backend = m_ctx.backend(here.cluster);
+    if (!backend) {
+        return tl::unexpected(backend.error());
+    }
+    // Cancel first, and only move on once the cancel was accepted: never two live copies.
+    if (auto cancelled = (*backend)->cancel(view.record); !cancelled) {
+        note(fmt::format("tandem: job {} pending {} on {}, but the cancel failed ({}); staying", m_job.id,
+                         human_duration(waited), where(here), cancelled.error().message));
+        return false;
+    }
+    const std::string reason = view.record.reason.empty() ? "" : " (" + view.record.reason + ")";
+    note(fmt::format("tandem: job {} pending {} on {}{}: cancelled there; trying {}", m_job.id,
+                     human_duration(waited), where(here), reason, where(m_candidates[*next])));
+    m_job.remote_id = view.record.remote_id;
+    auto moved = move_to(*next, fmt::format("pending {}{}: cancelled", human_duration(waited), reason));
+    if (!moved || !*moved) {
+        return moved; // not moved: the user cancelled it meanwhile
+    }
+    if (auto ok = submit(); !ok) {
+        return tl::unexpected(ok.error());
+    }
+    return true;
+}
+
+} // namespace tandem::cli

@@ -1,0 +1,53 @@
+#pragma once
+// Failover: one tandem job, several placements over its life. A submit the backend declines (capacity,
+// quota, partition, admission) moves to the next candidate of the plan at once; a job still waiting for
+// resources after its pending timeout is cancelled and placed on the next candidate. The job keeps its id;
+// every placement it leaves is kept as an attempt (`status JOB` shows them). The old copy is always
+// cancelled, and the cancel accepted, before the next submit: no path leaves two live copies.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/context.hpp"
+#include "core/planner.hpp"
+
+namespace tandem::cli {
+
+class Failover {
+public:
+    // `candidates` in plan order; `job` is the stored record, not yet submitted, placed on candidates[0].
+    Failover(Context& ctx, const TaskSpec& spec, std::vector<Placement> candidates, JobRecord job);
+
+    // Submits to the current candidate, moving on past every refusal. On success the job has its
+    // remote id; when every candidate declined, the job is FAILED and the error lists each refusal.
+    Status submit();
+
+    // With the job just refreshed as `view`: if it has been PENDING for lack of resources for
+    // `timeout_seconds` on this placement and another candidate remains, cancels it here and submits it
+    // to the next one. Returns true when the job moved (or tried to and failed for good: see submit()).
+    Result<bool> move_on_if_stuck(const JobView& view, std::int64_t timeout_seconds);
+
+    const JobRecord& job() const { return m_job; }
+    const Placement& placement() const { return m_candidates[m_current]; }
+    std::int64_t placed_at() const { return m_placed_at; }
+
+private:
+    std::optional<std::size_t> next_candidate(bool skip_same_pool) const;
+    Result<bool> move_to(std::size_t next, const std::string& outcome);
+
+    Context& m_ctx;
+    const TaskSpec& m_spec;
+    std::vector<Placement> m_candidates;
+    std::size_t m_current = 0;
+    JobRecord m_job;
+    std::int64_t m_placed_at = 0;
+    std::vector<std::string> m_refusals; // "cluster/pool: why", for the final error
+};
+
+// Whether a PENDING reason means "waiting for resources" (a pending timeout applies), rather than a hold,
+// a dependency or a begin time, which no other cluster would change.
+bool waiting_for_resources(const JobRecord& job);
+
+} // namespace tandem::cli
