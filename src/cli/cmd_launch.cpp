@@ -72,7 +72,7 @@ Result<JobView> wait_while_pending(Context& ctx, Failover& failover, std::int64_
         if (view.record.state != JobState::pending || view.record.remote_id.empty()) {
             return view;
         }
-        if (!told && waiting_for_resources(view.record)) {
+        if (!told && waiting_for_resources(view.record) && failover.can_move_on()) {
             note(fmt::format("tandem: job {} is pending on {} ({}); moving on after {}", view.record.id,
                              view.record.cluster, view.record.reason.empty() ? "queued" : view.record.reason,
                              human_duration(timeout)));

@@ -29,6 +29,8 @@ public:
     // to the next one. Returns true when the job moved (or tried to and failed for good: see submit()).
     Result<bool> move_on_if_stuck(const JobView& view, std::int64_t timeout_seconds);
 
+    // Whether a pending timeout has somewhere to send the job (another cluster or pool).
+    bool can_move_on() const { return next_candidate(true).has_value(); }
     const JobRecord& job() const { return m_job; }
     const Placement& placement() const { return m_candidates[m_current]; }
     std::int64_t placed_at() const { return m_placed_at; }

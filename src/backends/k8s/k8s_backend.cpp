@@ -276,6 +276,18 @@ bool declined(const Error& e) {
            e.message.find("admission webhook") != std::string::npos;
 }
 
+// A Pod as the first Job would create it, for a server-side dry run: quotas and pod admission (limit
+// ranges, pod security, webhooks) judge pods, not Jobs, so a Job they refuse is accepted and then sits
+// with FailedCreate events forever. The dry run turns that into a refusal at submit time.
+json dry_run_pod(const json& job) {
+    json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}};
+    const json& tmpl = job["spec"]["template"];
+    pod["metadata"] = tmpl.value("metadata", json::object());
+    pod["metadata"]["generateName"] = job["metadata"].value("name", "tandem") + "-";
+    pod["spec"] = tmpl.value("spec", json::object());
+    return pod;
+}
+
 } // namespace
 
 Result<std::string> K8sBackend::submit(const TaskSpec& spec, const Placement& placement,
@@ -289,6 +301,22 @@ Result<std::string> K8sBackend::submit(const TaskSpec& spec, const Placement& pl
         return tl::unexpected(manifests.error());
     }
     const auto& ns = plan->namespace_name;
+    // Only a refusal on the job's merits counts: a dry run the credentials may not make (RBAC that
+    // allows Jobs but not Pods) or that fails in transit proves nothing, and the Job is created anyway.
+    if (!manifests->jobs.empty()) {
+        auto dry = m_api.call("POST", core_path(ns, "pods") + "?dryRun=All",
+                              dry_run_pod(manifests->jobs.front()), {}, true);
+        if (!dry && declined(dry.error())) {
+            Error e = dry.error();
+            // The server's own words without the request line: "exceeded quota: gpus, requested: ...".
+            constexpr std::string_view marker = "is forbidden: ";
+            if (auto at = e.message.find(marker); at != std::string::npos) {
+                e.message = fmt::format("{}: namespace {} refuses its pods: {}", m_cluster, ns,
+                                        e.message.substr(at + marker.size()));
+            }
+            return tl::unexpected(refusal(e));
+        }
+    }
     if (manifests->secret) {
         if (auto ok = create(core_path(ns, "secrets"), *manifests->secret, plan->submit_token, nullptr);
             !ok) {

@@ -151,6 +151,9 @@ Result<nlohmann::json> SlurmRestBackend::call(const std::string& method, const s
                                 rest.url, rest.user);
             }
         }
+        // slurmctld's own errors[] on a submit (partition access, QOS or account limits, a node
+        // configuration it cannot meet) decline this job here; another cluster may take it.
+        e.refused = err && method == "POST" && e.kind != ErrorKind::unauthorized;
         return named(e);
     }
     return json;
