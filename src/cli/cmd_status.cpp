@@ -146,6 +146,8 @@ Result<int> status(Context& ctx, const StatusFlags& flags) {
                 arr.push_back(attempt_json(a));
             }
             j["attempts"] = std::move(arr);
+        } else if (!filter.ids.empty()) {
+            j["attempts"] = nlohmann::json::array(); // listed by id: the member is always there
         }
         return j;
     };
