@@ -385,3 +385,12 @@ TEST_CASE("output has no colour codes when stdout is not a terminal or NO_COLOR 
         }
     }
 }
+
+TEST_CASE("a pending timeout that is not a duration is a usage error, and nothing is recorded") {
+    TempHome t;
+    auto r = t.tandem({"launch", "--pending-timeout", "5x", examples_dir() + "/hello.yaml"});
+    INFO(r);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err_lines_starting("tandem: error: --pending-timeout: '5x' is not a duration").size() == 1);
+    CHECK(t.jobs_json().empty());
+}
