@@ -1,15 +1,19 @@
 #include "cli/app.hpp"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <memory>
 #include <sstream>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
 #include "cli/fanout.hpp"
 #include "cli/output.hpp"
+#include "net/http_client.hpp"
 
 namespace tandem::cli {
 
@@ -64,6 +68,32 @@ int exit_code_for(ErrorKind kind) {
     return exit_code::failure;
 }
 
+namespace {
+
+// The command itself, with its Context (and so the job store) closed before it returns.
+int run_action(const Action& action) {
+    try {
+        auto ctx = Context::create();
+        if (!ctx) {
+            print_error(ctx.error());
+            return exit_code_for(ctx.error().kind);
+        }
+        auto result = action(*ctx);
+        const int code = result ? *result : exit_code_for(result.error().kind);
+        if (!result) {
+            print_error(result.error());
+        }
+        return code;
+    } catch (const std::exception& e) {
+        // A bug, not a user error: still one line, never a stack trace.
+        print_error(Error{ErrorKind::internal, std::string("internal error: ") + e.what(),
+                          "please report this with the command you ran"});
+        return exit_code::failure;
+    }
+}
+
+} // namespace
+
 int run(int argc, char** argv) {
     CLI::App app{"tandem: one task spec, run on Slurm, Kubernetes or this machine.", "tandem"};
     app.set_version_flag("--version", "tandem 0.1.0");
@@ -92,31 +122,21 @@ int run(int argc, char** argv) {
                      message.c_str());
         return exit_code::bad_input;
     }
-    try {
-        auto ctx = Context::create();
-        if (!ctx) {
-            print_error(ctx.error());
-            return exit_code_for(ctx.error().kind);
-        }
-        auto result = action(*ctx);
-        const int code = result ? *result : exit_code_for(result.error().kind);
-        if (!result) {
-            print_error(result.error());
-        }
-        if (fanout_left_running()) {
-            // A cluster's thread is still busy past its deadline: end now, without the destructors
-            // that thread may still depend on.
-            std::fflush(stdout);
-            std::fflush(stderr);
-            std::_Exit(code);
-        }
-        return code;
-    } catch (const std::exception& e) {
-        // A bug, not a user error: still one line, never a stack trace.
-        print_error(Error{ErrorKind::internal, std::string("internal error: ") + e.what(),
-                          "please report this with the command you ran"});
-        return exit_code::failure;
+    // libcurl loads beside the config, the task and the job store (most commands reach a cluster).
+    auto preloaded = std::make_shared<std::atomic<bool>>(false);
+    std::thread([preloaded] {
+        net::preload_libcurl();
+        preloaded->store(true);
+    }).detach();
+    const int code = run_action(action);
+    if (!preloaded->load() || fanout_left_running()) {
+        // A helper thread is still busy (a load this command did not need, or a cluster past its
+        // deadline): end now, without the static destructors that thread may still depend on.
+        std::fflush(stdout);
+        std::fflush(stderr);
+        std::_Exit(code);
     }
+    return code;
 }
 
 } // namespace tandem::cli

@@ -119,7 +119,8 @@ Result<int> launch(Context& ctx, const LaunchFlags& flags) {
         return tl::unexpected(submitted.error());
     }
     if (flags.detach) {
-        if (*timeout) {
+        // Said when this launch asked for it; a config-wide default is not worth a line per launch.
+        if (flags.pending_timeout || planned->spec.pending_timeout_seconds) {
             note("tandem: the pending timeout applies while launch waits; with --detach nothing moves the "
                  "job");
         }

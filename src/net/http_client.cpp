@@ -49,6 +49,15 @@ CURLcode global_init(std::string& load_error) {
     return result;
 }
 
+} // namespace
+
+void preload_libcurl() {
+    std::string ignored;
+    (void)global_init(ignored);
+}
+
+namespace {
+
 double unit_random() {
     thread_local std::mt19937 rng{std::random_device{}()};
     return std::uniform_real_distribution<double>(0.0, 1.0)(rng);

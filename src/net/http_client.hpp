@@ -43,6 +43,12 @@ struct HttpResponse {
     std::optional<std::string_view> header(std::string_view name) const;
 };
 
+// Loads and initialises libcurl now instead of at the first request. The CLI calls it on a helper thread
+// as it starts, so the ~5 ms of dynamic linking and TLS setup overlap reading the config, the task and the
+// job store. Thread-safe, and a no-op after the first call (and when libcurl is missing: the first
+// request reports that).
+void preload_libcurl();
+
 class HttpClient {
 public:
     virtual ~HttpClient() = default;
