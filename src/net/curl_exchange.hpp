@@ -32,4 +32,8 @@ AttemptResult perform_attempt(CURL* handle, const TlsSettings& tls, const HttpRe
                               const ChunkSink* on_chunk, HttpResponse* head,
                               const std::vector<std::string>& secrets);
 
+// Whether the URL's host is this machine (localhost, 127.0.0.0/8, [::1]): no compressed answer is asked
+// for there.
+bool loopback_url(std::string_view url);
+
 } // namespace tandem::net::detail

@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "net/curl_exchange.hpp"
 #include "net/http_policy.hpp"
 
 using namespace tandem;
@@ -133,4 +134,18 @@ TEST_CASE("final_error counts attempts and redacts message and hint") {
     CHECK(e.kind == ErrorKind::timeout);
     CHECK(e.message == "host:1 did not answer <redacted> (after 3 attempts)");
     CHECK(e.hint == "use <redacted> again");
+}
+
+TEST_CASE("no compressed answer is asked of a server on this machine") {
+    using tandem::net::detail::loopback_url;
+    for (const char* url : {"https://127.0.0.1:6443/api", "http://localhost:6820/slurm",
+                            "https://[::1]:6443/x", "http://127.1.2.3/", "https://user@127.0.0.1:6443"}) {
+        INFO(url);
+        CHECK(loopback_url(url));
+    }
+    for (const char* url : {"https://10.0.0.1:6443/api", "https://k8s.example.com/127.0.0.1",
+                            "https://127.example.com/", "https://localhost.example.com:6443", "127.0.0.1"}) {
+        INFO(url);
+        CHECK_FALSE(loopback_url(url));
+    }
 }
