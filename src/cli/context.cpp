@@ -11,6 +11,7 @@
 #include "backends/registry.hpp"
 #include "cli/fanout.hpp"
 #include "cli/output.hpp"
+#include "core/quantity.hpp"
 
 namespace tandem::cli {
 
@@ -119,11 +120,9 @@ std::chrono::steady_clock::duration Context::deadline(const std::string& cluster
             continue;
         }
         if (auto it = c.settings.find("timeout_seconds"); it != c.settings.end()) {
-            int n = 0;
-            const std::string text = it->is_string() ? it->get<std::string>() : it->dump();
-            auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-            if (ec == std::errc{} && n > 0) {
-                timeout = n;
+            // The backend's own settings check rejected a bad value already; here it only sizes the wait.
+            if (auto n = parse_positive_int(it->is_string() ? it->get<std::string>() : it->dump())) {
+                timeout = *n;
             }
         }
     }

@@ -1,7 +1,8 @@
 #include "net/curl_api.hpp"
 
-#include <dlfcn.h>
 #include <mutex>
+
+#include "net/dl_library.hpp"
 
 namespace tandem::net {
 
@@ -14,24 +15,15 @@ struct Loaded {
 };
 
 template <typename F> bool bind(void* lib, const char* name, F& out, std::string& error) {
-    void* symbol = dlsym(lib, name);
-    if (symbol == nullptr) {
-        error = std::string("libcurl has no ") + name;
-        return false;
-    }
-    out = reinterpret_cast<F>(symbol);
-    return true;
+    return bind_symbol(lib, "libcurl.so.4", name, out, error);
 }
 
 const Loaded& loaded() {
     static Loaded state;
     static std::once_flag once;
     std::call_once(once, [] {
-        void* lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+        void* lib = open_library("libcurl.so.4", "libcurl4", state.error);
         if (lib == nullptr) {
-            const char* why = dlerror();
-            state.error =
-                std::string("cannot load libcurl.so.4 (install libcurl4): ") + (why ? why : "unknown");
             return;
         }
         auto& a = state.api;

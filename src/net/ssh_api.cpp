@@ -1,7 +1,8 @@
 #include "net/ssh_api.hpp"
 
-#include <dlfcn.h>
 #include <mutex>
+
+#include "net/dl_library.hpp"
 
 namespace tandem::net {
 
@@ -13,31 +14,20 @@ struct Loaded {
     std::string error;
 };
 
-template <typename F> bool bind(void* lib, const char* name, F& out, std::string& error) {
-    void* symbol = dlsym(lib, name);
-    if (symbol == nullptr) {
-        error = std::string("libssh2.so.1 has no ") + name + " (install libssh2-1 1.10 or later)";
-        return false;
-    }
-    out = reinterpret_cast<F>(symbol);
-    return true;
-}
-
 const Loaded& loaded() {
     static Loaded state;
     static std::once_flag once;
     std::call_once(once, [] {
-        void* lib = dlopen("libssh2.so.1", RTLD_NOW | RTLD_LOCAL);
+        void* lib = open_library("libssh2.so.1", "libssh2-1", state.error);
         if (lib == nullptr) {
-            const char* why = dlerror();
-            state.error =
-                std::string("cannot load libssh2.so.1 (install libssh2-1): ") + (why ? why : "unknown");
             return;
         }
         auto& a = state.api;
         std::string& e = state.error;
         bool ok = true;
-#define TANDEM_LIBSSH2_BIND(name) ok = ok && bind(lib, "libssh2_" #name, a.name, e);
+#define TANDEM_LIBSSH2_BIND(name)                                                                            \
+    ok = ok && bind_symbol(lib, "libssh2.so.1", "libssh2_" #name, a.name, e,                                 \
+                           " (install libssh2-1 1.10 or later)");
         TANDEM_LIBSSH2_FUNCTIONS(TANDEM_LIBSSH2_BIND)
 #undef TANDEM_LIBSSH2_BIND
         if (ok && a.init(0) != 0) {
