@@ -96,9 +96,27 @@ const std::vector<BackendEntry>& backend_table() {
     static const std::vector<BackendEntry> table{
         {BackendKind::local, "this machine, detached process groups", make_local},
         {BackendKind::slurm, "Slurm over slurmrestd (JWT) or over SSH (sbatch, squeue, sacct)", make_slurm},
-        {BackendKind::kubernetes, "Kubernetes batch/v1 Jobs over the API server (kubeconfig contexts)", make_k8s},
+        {BackendKind::kubernetes, "Kubernetes batch/v1 Jobs over the API server (kubeconfig contexts)",
+         make_k8s},
     };
     return table;
+}
+
+bool uses_libcurl(const ClusterConfig& cluster) {
+    switch (cluster.kind) {
+    case BackendKind::kubernetes:
+        return true;
+    case BackendKind::slurm: {
+        const auto rest = cluster.settings.find("rest");
+        if (rest == cluster.settings.end() || !rest->is_object()) {
+            return false;
+        }
+        const auto url = rest->find("url");
+        return url != rest->end() && url->is_string() && net::needs_libcurl(url->get<std::string>());
+    }
+    default:
+        return false;
+    }
 }
 
 Result<std::unique_ptr<Backend>> make_backend(const ClusterConfig& cluster, const BackendContext& context) {

@@ -24,6 +24,10 @@ struct BackendEntry {
 };
 
 const std::vector<BackendEntry>& backend_table();
+// Whether reaching this cluster loads libcurl (Kubernetes, or a slurmrestd URL that is not plain http://
+// without a proxy), so the CLI can start loading it early.
+bool uses_libcurl(const ClusterConfig& cluster);
+
 Result<std::unique_ptr<Backend>> make_backend(const ClusterConfig& cluster, const BackendContext& context);
 
 } // namespace tandem::backends

@@ -122,14 +122,8 @@ int run(int argc, char** argv) {
                      message.c_str());
         return exit_code::bad_input;
     }
-    // libcurl loads beside the config, the task and the job store (most commands reach a cluster).
-    auto preloaded = std::make_shared<std::atomic<bool>>(false);
-    std::thread([preloaded] {
-        net::preload_libcurl();
-        preloaded->store(true);
-    }).detach();
     const int code = run_action(action);
-    if (!preloaded->load() || fanout_left_running()) {
+    if (net::libcurl_preload_running() || fanout_left_running()) {
         // A helper thread is still busy (a load this command did not need, or a cluster past its
         // deadline): end now, without the static destructors that thread may still depend on.
         std::fflush(stdout);

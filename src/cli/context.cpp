@@ -12,6 +12,7 @@
 #include "cli/fanout.hpp"
 #include "cli/output.hpp"
 #include "core/quantity.hpp"
+#include "net/http_client.hpp"
 
 namespace tandem::cli {
 
@@ -47,6 +48,10 @@ Result<Context> Context::create() {
                 ctx.m_config.clusters.push_back(std::move(c));
             }
         }
+    }
+    // libcurl loads beside the task and the job store when some cluster will need it.
+    if (std::any_of(clusters.begin(), clusters.end(), backends::uses_libcurl)) {
+        net::start_libcurl_preload();
     }
     return ctx;
 }

@@ -18,11 +18,6 @@ AttemptFailure failed(ErrorKind kind, std::string message, bool sent, bool deliv
     return AttemptFailure{Error{kind, std::move(message), {}}, sent, delivered, std::nullopt};
 }
 
-bool deliverable(int status, const std::vector<int>& pass_statuses) {
-    return (status >= 200 && status <= 299) ||
-           std::find(pass_statuses.begin(), pass_statuses.end(), status) != pass_statuses.end();
-}
-
 // State the libcurl callbacks share with the attempt.
 struct Exchange {
     const HttpRequest* request = nullptr;
@@ -46,32 +41,23 @@ struct Exchange {
     }
 };
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-        s.remove_prefix(1);
-    }
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
-        s.remove_suffix(1);
-    }
-    return s;
-}
-
 std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) noexcept {
     auto* ex = static_cast<Exchange*>(user);
     const std::size_t n = size * count;
-    const std::string_view line = trim(std::string_view(data, n));
+    const std::string_view line = trim_header_value(std::string_view(data, n));
     try {
         if (line.starts_with("HTTP/")) { // a new response (after 100 Continue): forget the previous one
             ex->response.headers.clear();
             const auto sp = line.find(' ');
             const std::string_view rest = sp == std::string_view::npos ? "" : line.substr(sp + 1);
             ex->response.status = rest.size() >= 3 ? std::atoi(std::string(rest.substr(0, 3)).c_str()) : 0;
-            ex->reason = rest.size() > 4 ? std::string(trim(rest.substr(4))) : std::string();
+            ex->reason = rest.size() > 4 ? std::string(trim_header_value(rest.substr(4))) : std::string();
         } else if (const auto colon = line.find(':'); colon != std::string_view::npos && colon > 0) {
-            std::string name(trim(line.substr(0, colon)));
+            std::string name(trim_header_value(line.substr(0, colon)));
             std::transform(name.begin(), name.end(), name.begin(),
                            [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-            ex->response.headers.emplace_back(std::move(name), std::string(trim(line.substr(colon + 1))));
+            ex->response.headers.emplace_back(std::move(name),
+                                              std::string(trim_header_value(line.substr(colon + 1))));
         }
     } catch (...) {
         return 0; // out of memory: abort the transfer
@@ -215,7 +201,8 @@ CURLcode configure(CURL* h, const HttpRequest& req, Exchange& ex, HeaderList& he
     }
     bool ok = headers.add("Expect:"); // no 100-continue round trip before bodies
     for (const auto& [name, value] : req.headers) {
-        const std::string_view v = trim(value); // a token read from a file often ends in a newline
+        const std::string_view v =
+            trim_header_value(value); // a token read from a file often ends in a newline
         ok = ok && headers.add(v.empty() ? fmt::format("{};", name) : fmt::format("{}: {}", name, v));
     }
     if (!req.content_type.empty()) {
@@ -223,20 +210,6 @@ CURLcode configure(CURL* h, const HttpRequest& req, Exchange& ex, HeaderList& he
     }
     set(CURLOPT_HTTPHEADER, headers.get());
     return ok ? rc : CURLE_OUT_OF_MEMORY;
-}
-
-// A line break inside a header would let a value add headers of its own; refuse before sending.
-std::optional<std::string> bad_header(const HttpRequest& req) {
-    auto breaks = [](std::string_view s) { return s.find_first_of("\r\n") != std::string_view::npos; };
-    for (const auto& [name, value] : req.headers) {
-        if (name.empty() || breaks(name) || name.find(':') != std::string::npos || breaks(trim(value))) {
-            return name; // never the value: it may be a credential
-        }
-    }
-    if (breaks(req.content_type)) {
-        return std::string("Content-Type");
-    }
-    return std::nullopt;
 }
 
 AttemptFailure transport_failure(CURLcode code, const HttpRequest& req, std::string_view detail,
@@ -329,7 +302,7 @@ AttemptResult perform_attempt(CURL* h, const TlsSettings& tls, const HttpRequest
     HeaderList headers;
     std::array<char, CURL_ERROR_SIZE> errbuf{};
 
-    if (auto name = bad_header(request)) {
+    if (auto name = malformed_header(request)) {
         result.failure =
             failed(ErrorKind::config,
                    fmt::format("header '{}' for {} is malformed (empty name, colon or line break)", *name,
@@ -387,14 +360,7 @@ AttemptResult perform_attempt(CURL* h, const TlsSettings& tls, const HttpRequest
         result.failure->data_delivered = ex.data_delivered;
     } else if (!deliverable(ex.response.status, request.pass_statuses)) {
         const std::string& body = on_chunk != nullptr ? ex.error_body : ex.response.body;
-        AttemptFailure failure{status_error(request, ex.response.status, ex.reason, body, secrets), true,
-                               false, std::nullopt};
-        if (ex.response.status == 429 || ex.response.status == 503) {
-            if (auto value = ex.response.header("retry-after")) {
-                failure.retry_after = parse_retry_after(*value, std::chrono::system_clock::now());
-            }
-        }
-        result.failure = std::move(failure);
+        result.failure = refused_status(request, ex.response, ex.reason, body, secrets);
     }
     result.response = std::move(ex.response);
     return result;

@@ -18,15 +18,6 @@
 
 namespace tandem::net::detail {
 
-using ChunkSink = std::function<bool(std::string_view)>;
-
-struct AttemptResult {
-    std::optional<AttemptFailure> failure; // empty: success (or a stream its consumer ended)
-    HttpResponse response;                 // status and headers; the body only when not streaming
-    long new_connections = 0;              // CURLINFO_NUM_CONNECTS of this attempt
-    std::chrono::milliseconds elapsed{0};
-};
-
 // Streaming when on_chunk is given: 2xx (and pass_statuses) bodies go to it, `head` is filled first.
 AttemptResult perform_attempt(CURL* handle, const TlsSettings& tls, const HttpRequest& request,
                               const ChunkSink* on_chunk, HttpResponse* head,

@@ -16,6 +16,7 @@
 #include "core/redact.hpp"
 #include "net/curl_exchange.hpp"
 #include "net/http_policy.hpp"
+#include "net/plain_http.hpp"
 
 namespace tandem::net {
 
@@ -51,9 +52,28 @@ CURLcode global_init(std::string& load_error) {
 
 } // namespace
 
-void preload_libcurl() {
-    std::string ignored;
-    (void)global_init(ignored);
+bool needs_libcurl(std::string_view url) {
+    return !detail::plain_http_usable(url);
+}
+
+namespace {
+std::atomic<int> g_preload{0}; // 0 not started, 1 running, 2 done
+} // namespace
+
+void start_libcurl_preload() {
+    int expected = 0;
+    if (!g_preload.compare_exchange_strong(expected, 1)) {
+        return;
+    }
+    std::thread([] {
+        std::string ignored;
+        (void)global_init(ignored);
+        g_preload.store(2);
+    }).detach();
+}
+
+bool libcurl_preload_running() {
+    return g_preload.load() == 1;
 }
 
 namespace {
@@ -83,12 +103,12 @@ Error internal_error(const HttpRequest& request, std::string_view what) {
 struct CurlHttpClient::Impl {
     TlsSettings tls;
     RetryPolicy retry;
-    CURLcode init_result = CURLE_OK;
-    std::string load_error; // why libcurl could not be loaded
+    HttpTransport transport = HttpTransport::automatic;
     std::atomic<long> connections{0};
     std::function<void(std::string_view)> debug;
     std::mutex mutex;
     std::vector<CURL*> idle; // most recently used last: its connection is the warmest
+    detail::PlainConnections plain;
 
     CURL* acquire() {
         {
@@ -106,7 +126,11 @@ struct CurlHttpClient::Impl {
         idle.push_back(h);
     }
 
-    void log(const HttpRequest& request, const detail::AttemptResult& r, int attempt,
+    bool plain_for(const HttpRequest& request) const {
+        return transport == HttpTransport::automatic && detail::plain_http_usable(request.url);
+    }
+
+    void log(const HttpRequest& request, const AttemptResult& r, int attempt,
              const std::vector<std::string>& secrets) const {
         if (!debug) {
             return;
@@ -122,20 +146,30 @@ struct CurlHttpClient::Impl {
                      secrets));
     }
 
-    // Runs attempts until one succeeds or the policy gives up. `attempt` performs one on a handle.
-    template <typename Attempt> Result<HttpResponse> run(const HttpRequest& request, Attempt&& attempt) {
+    // Runs attempts until one succeeds or the policy gives up. Plain http:// goes through tandem's own
+    // HTTP/1.1 exchange (no libcurl loaded for it), everything else through libcurl.
+    Result<HttpResponse> run(const HttpRequest& request, const ChunkSink* on_chunk, HttpResponse* head) {
         const std::vector<std::string> secrets = credential_values(request.headers);
-        if (init_result != CURLE_OK) {
-            return tl::unexpected(internal_error(
-                request, load_error.empty() ? std::string(curl().easy_strerror(init_result)) : load_error));
+        const bool use_plain = plain_for(request);
+        if (!use_plain) {
+            std::string load_error;
+            if (const CURLcode init = global_init(load_error); init != CURLE_OK) {
+                return tl::unexpected(internal_error(
+                    request, load_error.empty() ? std::string(curl().easy_strerror(init)) : load_error));
+            }
         }
         for (int attempts = 1;; ++attempts) {
-            CURL* h = acquire();
-            if (h == nullptr) {
-                return tl::unexpected(internal_error(request, "cannot create a libcurl handle"));
+            AttemptResult r;
+            if (use_plain) {
+                r = detail::perform_plain_attempt(this->plain, request, on_chunk, head, secrets);
+            } else {
+                CURL* h = acquire();
+                if (h == nullptr) {
+                    return tl::unexpected(internal_error(request, "cannot create a libcurl handle"));
+                }
+                r = detail::perform_attempt(h, tls, request, on_chunk, head, secrets);
+                release(h);
             }
-            detail::AttemptResult r = attempt(h, secrets);
-            release(h);
             connections += r.new_connections;
             log(request, r, attempts, secrets);
             if (!r.failure) {
@@ -154,11 +188,12 @@ struct CurlHttpClient::Impl {
     }
 };
 
-CurlHttpClient::CurlHttpClient(TlsSettings tls, RetryPolicy retry) : m_impl(std::make_unique<Impl>()) {
+CurlHttpClient::CurlHttpClient(TlsSettings tls, RetryPolicy retry, HttpTransport transport)
+    : m_impl(std::make_unique<Impl>()) {
     m_impl->tls = std::move(tls);
     m_impl->retry = std::move(retry);
     m_impl->retry.max_attempts = std::max(1, m_impl->retry.max_attempts);
-    m_impl->init_result = global_init(m_impl->load_error);
+    m_impl->transport = transport;
 }
 
 CurlHttpClient::~CurlHttpClient() {
@@ -177,9 +212,7 @@ void CurlHttpClient::set_debug_sink(std::function<void(std::string_view)> sink) 
 
 Result<HttpResponse> CurlHttpClient::request(const HttpRequest& request) {
     try {
-        return m_impl->run(request, [&](CURL* h, const std::vector<std::string>& secrets) {
-            return detail::perform_attempt(h, m_impl->tls, request, nullptr, nullptr, secrets);
-        });
+        return m_impl->run(request, nullptr, nullptr);
     } catch (const std::exception& e) {
         return tl::unexpected(internal_error(request, e.what()));
     } catch (...) {
@@ -190,9 +223,7 @@ Result<HttpResponse> CurlHttpClient::request(const HttpRequest& request) {
 Status CurlHttpClient::stream(const HttpRequest& request,
                               const std::function<bool(std::string_view)>& on_chunk, HttpResponse* head) {
     try {
-        auto result = m_impl->run(request, [&](CURL* h, const std::vector<std::string>& secrets) {
-            return detail::perform_attempt(h, m_impl->tls, request, &on_chunk, head, secrets);
-        });
+        auto result = m_impl->run(request, &on_chunk, head);
         if (!result) {
             return tl::unexpected(std::move(result.error()));
         }

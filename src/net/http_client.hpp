@@ -43,11 +43,18 @@ struct HttpResponse {
     std::optional<std::string_view> header(std::string_view name) const;
 };
 
-// Loads and initialises libcurl now instead of at the first request. The CLI calls it on a helper thread
-// as it starts, so the ~5 ms of dynamic linking and TLS setup overlap reading the config, the task and the
-// job store. Thread-safe, and a no-op after the first call (and when libcurl is missing: the first
-// request reports that).
-void preload_libcurl();
+// Whether requests to this URL need libcurl (https, a proxy from the environment, user info in the URL).
+// Plain http:// does not: CurlHttpClient carries it with its own HTTP/1.1 exchange.
+bool needs_libcurl(std::string_view url);
+
+// Starts loading and initialising libcurl on a detached helper thread, once, so the ~7 ms of dynamic
+// linking and TLS setup overlap reading the task and the job store. The CLI calls it when a configured
+// cluster will need libcurl. A no-op after the first call (and when libcurl is missing: the first request
+// reports that).
+void start_libcurl_preload();
+// Whether a preload was started and has not finished: the process must then end with _Exit, since the
+// static destructors may not run under that thread.
+bool libcurl_preload_running();
 
 class HttpClient {
 public:
@@ -85,12 +92,19 @@ struct RetryPolicy {
     std::function<void(std::chrono::milliseconds)> sleep;
 };
 
-// libcurl behind HttpClient. Easy handles are kept and reused, so sequential requests to one server share
-// one connection (one TLS handshake per invocation). Safe to call from several threads: a call takes an
-// idle handle or makes a new one, so a long stream does not block other requests.
+// Which code carries a request. `automatic`: plain http:// without a proxy takes tandem's own HTTP/1.1
+// exchange (net/plain_http.hpp: libcurl is not even loaded for it), the rest libcurl. `libcurl`: always
+// libcurl (tests run the same cases through both).
+enum class HttpTransport { automatic, libcurl };
+
+// The real HttpClient: libcurl (loaded on the first request that needs it), and for plain http:// the
+// lighter exchange above. Connections are kept and reused, so sequential requests to one server share one
+// connection (one TLS handshake per invocation). Safe to call from several threads: a call takes an idle
+// connection or makes a new one, so a long stream does not block other requests.
 class CurlHttpClient final : public HttpClient {
 public:
-    explicit CurlHttpClient(TlsSettings tls = {}, RetryPolicy retry = {});
+    explicit CurlHttpClient(TlsSettings tls = {}, RetryPolicy retry = {},
+                            HttpTransport transport = HttpTransport::automatic);
     ~CurlHttpClient() override;
     CurlHttpClient(const CurlHttpClient&) = delete;
     CurlHttpClient& operator=(const CurlHttpClient&) = delete;
@@ -99,7 +113,7 @@ public:
     Status stream(const HttpRequest& request, const std::function<bool(std::string_view)>& on_chunk,
                   HttpResponse* head) override;
 
-    // New connections opened so far (sum of CURLINFO_NUM_CONNECTS): proves reuse in tests.
+    // New connections opened so far (by libcurl and the plain exchange): proves reuse in tests.
     long connections_opened() const;
 
     // One line per attempt (method, host:port/path, request headers, outcome, time, new or reused

@@ -286,4 +286,46 @@ Error final_error(const RetryPolicy& policy, const AttemptFailure& failure, int 
     return error;
 }
 
+bool deliverable(int status, const std::vector<int>& pass_statuses) {
+    return (status >= 200 && status <= 299) ||
+           std::find(pass_statuses.begin(), pass_statuses.end(), status) != pass_statuses.end();
+}
+
+std::string_view trim_header_value(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+        s.remove_prefix(1);
+    }
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
+        s.remove_suffix(1);
+    }
+    return s;
+}
+
+std::optional<std::string> malformed_header(const HttpRequest& req) {
+    auto breaks = [](std::string_view s) { return s.find_first_of("\r\n") != std::string_view::npos; };
+    for (const auto& [name, value] : req.headers) {
+        if (name.empty() || breaks(name) || name.find(':') != std::string::npos ||
+            breaks(trim_header_value(value))) {
+            return name; // never the value: it may be a credential
+        }
+    }
+    if (breaks(req.content_type)) {
+        return std::string("Content-Type");
+    }
+    return std::nullopt;
+}
+
+AttemptFailure refused_status(const HttpRequest& request, const HttpResponse& response,
+                              std::string_view reason, std::string_view body,
+                              const std::vector<std::string>& secrets) {
+    AttemptFailure failure{status_error(request, response.status, reason, body, secrets), true, false,
+                           std::nullopt};
+    if (response.status == 429 || response.status == 503) {
+        if (auto value = response.header("retry-after")) {
+            failure.retry_after = parse_retry_after(*value, std::chrono::system_clock::now());
+        }
+    }
+    return failure;
+}
+
 } // namespace tandem::net

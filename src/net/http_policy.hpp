@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -53,6 +54,34 @@ struct AttemptFailure {
     bool data_delivered = false; // a stream already handed pieces to its consumer
     std::optional<std::chrono::milliseconds> retry_after;
 };
+
+// What a stream hands each piece of a body to; false ends the stream cleanly.
+using ChunkSink = std::function<bool(std::string_view)>;
+
+// One attempt as the retry loop sees it, whichever transport made it (libcurl, or the plain HTTP/1.1
+// exchange for http:// URLs).
+struct AttemptResult {
+    std::optional<AttemptFailure> failure; // empty: success (or a stream its consumer ended)
+    HttpResponse response;                 // status and headers; the body only when not streaming
+    long new_connections = 0;              // connections opened by this attempt
+    std::chrono::milliseconds elapsed{0};
+};
+
+// Whether a response with this status is handed to the caller: 2xx and the request's pass_statuses.
+bool deliverable(int status, const std::vector<int>& pass_statuses);
+
+// The name of the first header that would break the request (empty name, a colon in the name, a line
+// break in the name or the trimmed value), or nothing. Never the value: it may be a credential.
+std::optional<std::string> malformed_header(const HttpRequest& request);
+
+// Spaces and tabs (and, at the end, CR/LF) off both ends: header values are sent and read this way.
+std::string_view trim_header_value(std::string_view value);
+
+// The failure for a response the caller did not accept: status_error with its body, and the Retry-After
+// of a 429 or 503.
+AttemptFailure refused_status(const HttpRequest& request, const HttpResponse& response,
+                              std::string_view reason, std::string_view body,
+                              const std::vector<std::string>& secrets);
 
 // How long to wait before the next attempt, or nothing to give up. attempts_done counts the failed one.
 std::optional<std::chrono::milliseconds> retry_delay(const RetryPolicy& policy, const HttpRequest& request,

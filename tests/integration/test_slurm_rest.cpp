@@ -114,6 +114,32 @@ TEST_CASE("cancel of a running and of a pending job, both end CANCELLED") {
     CHECK(lab.wait_terminal(pending, 30s)["state"] == "CANCELLED");
 }
 
+TEST_CASE("over plain http, launch, status and cancel never load libcurl") {
+    SlurmHome lab;
+    lab.options.env["LD_DEBUG"] = "files"; // glibc's loader names every library it maps, on stderr
+    // No Kubernetes cluster and no proxy from the runner's environment: those rightly load libcurl.
+    lab.options.env["KUBECONFIG"] = lab.home.root() + "/no-kubeconfig";
+    for (const char* name : {"KUBERNETES_SERVICE_HOST", "http_proxy", "all_proxy", "ALL_PROXY"}) {
+        lab.options.env[name] = std::nullopt;
+    }
+    auto file = lab.task("sleeper", "name: sleeper\nrun: sleep 60\n");
+    auto launched = lab.tandem({"launch", "-d", file, "--infra", "slurm"});
+    INFO(launched);
+    REQUIRE(launched.exit_code == 0);
+    CHECK(contains(launched.err,
+                   "libsqlite3")); // the loader's trace is there: its silence below means something
+    CHECK_FALSE(contains(launched.err, "libcurl"));
+    auto status = lab.tandem({"status"});
+    INFO(status);
+    CHECK(status.exit_code == 0);
+    CHECK(contains(status.out, "sleeper"));
+    CHECK_FALSE(contains(status.err, "libcurl"));
+    auto cancel = lab.tandem({"cancel", "1"});
+    INFO(cancel);
+    CHECK(cancel.exit_code == 0);
+    CHECK_FALSE(contains(cancel.err, "libcurl"));
+}
+
 TEST_CASE("a wrong token is a one-line unauthorized error naming the cluster") {
     SlurmHome lab("eyJhbGciOiJIUzI1NiJ9.eyJleHAiOjEsInN1biI6InNsdXJtdGVzdCJ9.bm90LWEtc2lnbmF0dXJl");
     auto file = lab.task("any", "run: echo hi\n");

@@ -1,6 +1,6 @@
-// CurlHttpClient against a scripted loopback server: requests arrive intact, failures are classified
-// with one-line redacted messages, retries follow the policy, streams are incremental, and sequential
-// requests share one connection.
+// CurlHttpClient (both transports) against a scripted loopback server: requests arrive intact, failures are
+// classified with one-line redacted messages, retries follow the policy, streams are incremental, and
+// sequential requests share one connection.
 
 #include <unistd.h>
 
@@ -17,23 +17,6 @@ using namespace tandem::net::testing;
 using namespace std::chrono_literals;
 
 namespace {
-
-// Records the waits between attempts instead of sleeping.
-struct Sleeps {
-    std::vector<std::chrono::milliseconds> calls;
-    RetryPolicy policy() {
-        RetryPolicy p;
-        p.sleep = [this](std::chrono::milliseconds d) { calls.push_back(d); };
-        return p;
-    }
-};
-
-HttpRequest get(const std::string& url, bool idempotent = true) {
-    HttpRequest r;
-    r.url = url;
-    r.idempotent = idempotent;
-    return r;
-}
 
 const Error& error_of(const Result<HttpResponse>& r) {
     REQUIRE_FALSE(r);
@@ -56,10 +39,13 @@ int closed_port() {
 } // namespace
 
 TEST_CASE("GET sends headers and returns status, lowercased headers and the exact body") {
+    // plain http:// through tandem's own exchange, then through libcurl
+    const HttpTransport transport = GENERATE(HttpTransport::automatic, HttpTransport::libcurl);
+    CAPTURE(transport);
     TestServer server;
     const std::string body("line one\nline two\0binary", 24);
     server.then(reply(200, body, {{"X-Reply-Header", "Yes"}, {"Content-Type", "text/plain"}}));
-    CurlHttpClient client;
+    CurlHttpClient client({}, {}, transport);
     auto req = get(server.url("/api/v1/things?limit=5"));
     req.headers = {{"X-Custom", "value with spaces"}, {"Accept", "application/json"}};
     auto res = client.request(req);
@@ -81,13 +67,16 @@ TEST_CASE("GET sends headers and returns status, lowercased headers and the exac
 }
 
 TEST_CASE("POST, PUT, PATCH and DELETE carry their method, content type and body") {
+    // plain http:// through tandem's own exchange, then through libcurl
+    const HttpTransport transport = GENERATE(HttpTransport::automatic, HttpTransport::libcurl);
+    CAPTURE(transport);
     TestServer server;
     const std::string json =
         R"({"job":{"name":"train","environment":{"A":"1"}},"script":"#!/bin/bash\necho hi\n"})";
     for (int i = 0; i < 4; ++i) {
         server.then(reply(200, R"({"ok":true})", {{"Content-Type", "application/json"}}));
     }
-    CurlHttpClient client;
+    CurlHttpClient client({}, {}, transport);
     for (std::string method : {"POST", "PUT", "PATCH", "DELETE"}) {
         HttpRequest req;
         req.method = method;
@@ -115,9 +104,12 @@ TEST_CASE("POST, PUT, PATCH and DELETE carry their method, content type and body
 }
 
 TEST_CASE("header values are trimmed, and a line break inside one is refused without showing it") {
+    // plain http:// through tandem's own exchange, then through libcurl
+    const HttpTransport transport = GENERATE(HttpTransport::automatic, HttpTransport::libcurl);
+    CAPTURE(transport);
     TestServer server;
     server.then(reply(200, "ok"));
-    CurlHttpClient client;
+    CurlHttpClient client({}, {}, transport);
     auto req = get(server.url("/x"));
     req.headers = {{"Authorization", "Bearer token-from-file\n"}};
     REQUIRE(client.request(req));
@@ -133,6 +125,9 @@ TEST_CASE("header values are trimmed, and a line break inside one is refused wit
 }
 
 TEST_CASE("401 is unauthorized, names host:port and never shows a credential") {
+    // plain http:// through tandem's own exchange, then through libcurl
+    const HttpTransport transport = GENERATE(HttpTransport::automatic, HttpTransport::libcurl);
+    CAPTURE(transport);
     TestServer server;
     const std::string token = "eyJhbGciOiJIUzI1NiJ9.slurm-jwt-secret";
     const std::string bearer = "k8s-bearer-secret-123";
@@ -141,7 +136,7 @@ TEST_CASE("401 is unauthorized, names host:port and never shows a credential") {
                                "Authorization: Bearer " +
                                bearer + "\n"));
     std::vector<std::string> debug_lines;
-    CurlHttpClient client;
+    CurlHttpClient client({}, {}, transport);
     client.set_debug_sink([&](std::string_view line) { debug_lines.emplace_back(line); });
     auto req = get(server.url("/slurm/v0.0.38/jobs?user_token=x"));
     req.headers = {{"X-SLURM-USER-NAME", "alice"},
@@ -168,10 +163,13 @@ TEST_CASE("401 is unauthorized, names host:port and never shows a credential") {
 }
 
 TEST_CASE("404 is not_found unless the caller passes it through") {
+    // plain http:// through tandem's own exchange, then through libcurl
+    const HttpTransport transport = GENERATE(HttpTransport::automatic, HttpTransport::libcurl);
+    CAPTURE(transport);
     TestServer server;
     server.then(reply(404, R"({"kind":"Status","message":"jobs.batch \"train\" not found","code":404})"));
     server.then(reply(404, "gone"));
-    CurlHttpClient client;
+    CurlHttpClient client({}, {}, transport);
     const auto res = client.request(get(server.url("/apis/batch/v1/namespaces/ns/jobs/train")));
     const Error& e = error_of(res);
     CHECK(e.kind == ErrorKind::not_found);
@@ -187,9 +185,12 @@ TEST_CASE("404 is not_found unless the caller passes it through") {
 }
 
 TEST_CASE("503 is retried with backoff for idempotent requests only") {
+    // plain http:// through tandem's own exchange, then through libcurl
+    const HttpTransport transport = GENERATE(HttpTransport::automatic, HttpTransport::libcurl);
+    CAPTURE(transport);
     TestServer server;
     Sleeps sleeps;
-    CurlHttpClient client({}, sleeps.policy());
+    CurlHttpClient client({}, sleeps.policy(), transport);
 
     SECTION("idempotent GET: 503 then 200 succeeds") {
         server.then(reply(503, "busy"));
@@ -229,9 +230,12 @@ TEST_CASE("503 is retried with backoff for idempotent requests only") {
 }
 
 TEST_CASE("429 Retry-After is honoured up to the cap") {
+    // plain http:// through tandem's own exchange, then through libcurl
+    const HttpTransport transport = GENERATE(HttpTransport::automatic, HttpTransport::libcurl);
+    CAPTURE(transport);
     TestServer server;
     Sleeps sleeps;
-    CurlHttpClient client({}, sleeps.policy());
+    CurlHttpClient client({}, sleeps.policy(), transport);
 
     SECTION("within the cap: waits exactly as asked") {
         server.then(reply(429, "slow down", {{"Retry-After", "7"}}));
@@ -251,8 +255,11 @@ TEST_CASE("429 Retry-After is honoured up to the cap") {
 }
 
 TEST_CASE("connection refused is unavailable and retried even for a POST") {
+    // plain http:// through tandem's own exchange, then through libcurl
+    const HttpTransport transport = GENERATE(HttpTransport::automatic, HttpTransport::libcurl);
+    CAPTURE(transport);
     Sleeps sleeps;
-    CurlHttpClient client({}, sleeps.policy());
+    CurlHttpClient client({}, sleeps.policy(), transport);
     const int port = closed_port();
     HttpRequest req = get("http://127.0.0.1:" + std::to_string(port) + "/job/submit", false);
     req.method = "POST";
@@ -264,9 +271,12 @@ TEST_CASE("connection refused is unavailable and retried even for a POST") {
 }
 
 TEST_CASE("a server that never answers times out within the configured timeout") {
+    // plain http:// through tandem's own exchange, then through libcurl
+    const HttpTransport transport = GENERATE(HttpTransport::automatic, HttpTransport::libcurl);
+    CAPTURE(transport);
     TestServer server;
     Sleeps sleeps;
-    CurlHttpClient client({}, sleeps.policy());
+    CurlHttpClient client({}, sleeps.policy(), transport);
 
     SECTION("non-idempotent: one attempt") {
         server.then(never_answer());
@@ -298,11 +308,14 @@ TEST_CASE("a server that never answers times out within the configured timeout")
 }
 
 TEST_CASE("three sequential requests reuse one connection") {
+    // plain http:// through tandem's own exchange, then through libcurl
+    const HttpTransport transport = GENERATE(HttpTransport::automatic, HttpTransport::libcurl);
+    CAPTURE(transport);
     TestServer server;
     for (int i = 0; i < 3; ++i) {
         server.then(reply(200, "r" + std::to_string(i)));
     }
-    CurlHttpClient client;
+    CurlHttpClient client({}, {}, transport);
     for (int i = 0; i < 3; ++i) {
         const auto res = client.request(get(server.url("/ping")));
         REQUIRE(res);
@@ -316,9 +329,12 @@ TEST_CASE("three sequential requests reuse one connection") {
 }
 
 TEST_CASE("a long error body is cut to one short line") {
+    // plain http:// through tandem's own exchange, then through libcurl
+    const HttpTransport transport = GENERATE(HttpTransport::automatic, HttpTransport::libcurl);
+    CAPTURE(transport);
     TestServer server;
     server.then(reply(400, std::string(150, 'a') + "\r\n\t" + std::string(5000, 'b')));
-    CurlHttpClient client;
+    CurlHttpClient client({}, {}, transport);
     const auto res = client.request(get(server.url("/x")));
     const Error& e = error_of(res);
     CHECK(e.kind == ErrorKind::remote);

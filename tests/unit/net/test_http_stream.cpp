@@ -1,5 +1,5 @@
-// CurlHttpClient::stream against the loopback server: pieces arrive as the server sends them, the
-// consumer can stop the stream, and refused streams are classified like plain requests.
+// CurlHttpClient::stream (both transports) against the loopback server: pieces arrive as the server sends
+// them, the consumer can stop the stream, and refused streams are classified like plain requests.
 
 #include <condition_variable>
 #include <mutex>
@@ -47,6 +47,9 @@ HttpRequest follow(const std::string& url) {
 } // namespace
 
 TEST_CASE("stream delivers each chunk as it arrives") {
+    // plain http:// through tandem's own exchange, then through libcurl
+    const HttpTransport transport = GENERATE(HttpTransport::automatic, HttpTransport::libcurl);
+    CAPTURE(transport);
     TestServer server;
     Flag first_received;
     std::atomic<bool> first_seen_before_second{false};
@@ -56,7 +59,7 @@ TEST_CASE("stream delivers each chunk as it arrives") {
             first_received.wait(5s); // hold the second back until the client has the first
         conn.send(chunk("second line\n") + chunk(""));
     });
-    CurlHttpClient client;
+    CurlHttpClient client({}, {}, transport);
     std::vector<std::string> chunks;
     HttpResponse head;
     const auto status = client.stream(
@@ -81,6 +84,9 @@ TEST_CASE("stream delivers each chunk as it arrives") {
 }
 
 TEST_CASE("stream ends cleanly when the consumer returns false") {
+    // plain http:// through tandem's own exchange, then through libcurl
+    const HttpTransport transport = GENERATE(HttpTransport::automatic, HttpTransport::libcurl);
+    CAPTURE(transport);
     TestServer server;
     std::atomic<bool> peer_gone{false};
     server.then([&](Connection& conn, const RecordedRequest&) {
@@ -94,7 +100,7 @@ TEST_CASE("stream ends cleanly when the consumer returns false") {
         }
         conn.close_after_response();
     });
-    CurlHttpClient client;
+    CurlHttpClient client({}, {}, transport);
     int calls = 0;
     const auto start = std::chrono::steady_clock::now();
     const auto status = client.stream(
@@ -111,9 +117,12 @@ TEST_CASE("stream ends cleanly when the consumer returns false") {
 }
 
 TEST_CASE("a refused stream is an error with the status and body, and is not delivered") {
+    // plain http:// through tandem's own exchange, then through libcurl
+    const HttpTransport transport = GENERATE(HttpTransport::automatic, HttpTransport::libcurl);
+    CAPTURE(transport);
     TestServer server;
     server.then(reply(401, R"({"kind":"Status","message":"Unauthorized"})"));
-    CurlHttpClient client;
+    CurlHttpClient client({}, {}, transport);
     int calls = 0;
     HttpResponse head;
     const auto status = client.stream(
@@ -131,10 +140,13 @@ TEST_CASE("a refused stream is an error with the status and body, and is not del
 }
 
 TEST_CASE("a consumer that throws becomes an internal error, not an exception") {
+    // plain http:// through tandem's own exchange, then through libcurl
+    const HttpTransport transport = GENERATE(HttpTransport::automatic, HttpTransport::libcurl);
+    CAPTURE(transport);
     TestServer server;
     server.then(
         [](Connection& conn, const RecordedRequest&) { conn.send(chunked_head() + chunk("x") + chunk("")); });
-    CurlHttpClient client;
+    CurlHttpClient client({}, {}, transport);
     const auto status = client.stream(
         follow(server.url("/log")),
         [](std::string_view) -> bool { throw std::runtime_error("parse failed"); }, nullptr);
@@ -145,6 +157,9 @@ TEST_CASE("a consumer that throws becomes an internal error, not an exception") 
 }
 
 TEST_CASE("a stream in progress does not block other requests on the same client") {
+    // plain http:// through tandem's own exchange, then through libcurl
+    const HttpTransport transport = GENERATE(HttpTransport::automatic, HttpTransport::libcurl);
+    CAPTURE(transport);
     TestServer server;
     Flag other_done;
     std::atomic<bool> released_by_other{false};
@@ -154,7 +169,7 @@ TEST_CASE("a stream in progress does not block other requests on the same client
         conn.send(chunk(""));
     });
     server.then(reply(200, "meanwhile"));
-    CurlHttpClient client;
+    CurlHttpClient client({}, {}, transport);
     std::thread other;
     std::optional<Result<HttpResponse>> other_result; // checked on this thread: Catch2 is not thread-safe
     const auto status = client.stream(

@@ -81,6 +81,24 @@ private:
     std::thread m_acceptor;
 };
 
+// Records the waits between attempts instead of sleeping.
+struct Sleeps {
+    std::vector<std::chrono::milliseconds> calls;
+    RetryPolicy policy() {
+        RetryPolicy p;
+        p.sleep = [this](std::chrono::milliseconds d) { calls.push_back(d); };
+        return p;
+    }
+};
+
+// A GET of `url`.
+inline HttpRequest get(const std::string& url, bool idempotent = true) {
+    HttpRequest r;
+    r.url = url;
+    r.idempotent = idempotent;
+    return r;
+}
+
 // A complete keep-alive response with Content-Length.
 Responder reply(int status, std::string body = {}, Headers headers = {});
 // Reads the request and never answers, until the client gives up and closes the connection.
