@@ -122,6 +122,7 @@ int run(int argc, char** argv) {
                      message.c_str());
         return exit_code::bad_input;
     }
+    Context::warm_up(); // after parsing: --help and usage errors never load libcurl
     const int code = run_action(action);
     if (net::libcurl_preload_running() || fanout_left_running()) {
         // A helper thread is still busy (a load this command did not need, or a cluster past its

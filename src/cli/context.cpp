@@ -3,7 +3,9 @@
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <set>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -23,7 +25,18 @@ std::optional<std::string> real_getenv(const std::string& name) {
     return v == nullptr ? std::nullopt : std::optional<std::string>(v);
 }
 
+std::string libcurl_marker(const Paths& paths) {
+    return paths.state_dir + "/cache/uses-libcurl";
+}
+
 } // namespace
+
+void Context::warm_up() {
+    if (auto paths = resolve_paths(real_getenv);
+        paths && ::access(libcurl_marker(*paths).c_str(), F_OK) == 0) {
+        net::start_libcurl_preload();
+    }
+}
 
 Result<Context> Context::create() {
     Context ctx;
@@ -49,9 +62,21 @@ Result<Context> Context::create() {
             }
         }
     }
-    // libcurl loads beside the task and the job store when some cluster will need it.
-    if (std::any_of(clusters.begin(), clusters.end(), backends::uses_libcurl)) {
+    // libcurl loads beside the task and the job store when some cluster will need it. The marker lets the
+    // next command start that load before it has even parsed the config (warm_up).
+    const bool needs_libcurl = std::any_of(clusters.begin(), clusters.end(), backends::uses_libcurl);
+    if (needs_libcurl) {
         net::start_libcurl_preload();
+    }
+    const std::string marker = libcurl_marker(ctx.m_paths);
+    if (needs_libcurl != (::access(marker.c_str(), F_OK) == 0)) {
+        std::error_code ec;
+        if (needs_libcurl) {
+            std::filesystem::create_directories(std::filesystem::path(marker).parent_path(), ec);
+            std::ofstream touch(marker); // best effort: without it the load only starts later
+        } else {
+            std::filesystem::remove(marker, ec);
+        }
     }
     return ctx;
 }

@@ -18,6 +18,9 @@ namespace tandem::cli {
 class Context {
 public:
     static Result<Context> create();
+    // Called first thing: starts loading libcurl at once when the last Context of this state folder found
+    // a cluster that needs it (a marker file in STATE/cache), instead of after the config is parsed.
+    static void warm_up();
 
     const Paths& paths() const { return m_paths; }
     const Config& config() const { return m_config; }

@@ -9,7 +9,7 @@ namespace tandem::net {
 
 // dlopen(soname), or nullptr with "cannot load SONAME (install PACKAGE): why" in `error`.
 inline void* open_library(const char* soname, const char* package, std::string& error) {
-    void* lib = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+    void* lib = dlopen(soname, RTLD_LAZY | RTLD_LOCAL);
     if (lib == nullptr) {
         const char* why = dlerror();
         error =

@@ -72,7 +72,8 @@ public:
     // Records the backend's id once the submit succeeded.
     Status set_remote_id(std::int64_t id, const std::string& remote_id);
     // Applies a refresh result and sets updated_at to `now`. An UNKNOWN result changes nothing: the row keeps
-    // its last known state, and updated_at its age.
+    // its last known state, and updated_at its age. A result that only repeats what the row says, confirmed
+    // less than 5 s before `now`, is not written (updated_at stays: the age is at most that much older).
     Status update(std::int64_t id, const JobUpdate& update, std::int64_t now);
     // Applies a whole refresh in one transaction; says, per entry, whether the row changed (false: the
     // update was UNKNOWN, the job had already ended, or it does not exist).

@@ -152,6 +152,67 @@ TEST_CASE("insert and get round-trip every field") {
     }
 }
 
+TEST_CASE("a refresh that only repeats a row confirmed moments ago is not written") {
+    TempDir dir;
+    auto store = open_ok(dir.file("jobs.db"));
+    const auto id = insert_ok(*store, sample_job("job"));
+    auto fetch = [&] {
+        auto got = store->get(id);
+        REQUIRE(got);
+        REQUIRE(got->has_value());
+        return **got;
+    };
+    const JobUpdate running{JobState::running, "", std::nullopt, 100, std::nullopt};
+    auto first = store->update_many({{id, running}}, 101);
+    REQUIRE(first);
+    CHECK(first->front());
+    CHECK(fetch().updated_at == 101);
+
+    SECTION("the same answer within 5 s: applied, nothing written, the age kept") {
+        auto again = store->update_many({{id, running}}, 105);
+        REQUIRE(again);
+        CHECK(again->front()); // the job is live and says this: not a lost race
+        CHECK(fetch().updated_at == 101);
+    }
+    SECTION("the same answer 5 s later: written, the age renewed") {
+        REQUIRE(store->update_many({{id, running}}, 106));
+        CHECK(fetch().updated_at == 106);
+    }
+    SECTION("any difference is written at once") {
+        SECTION("reason") {
+            REQUIRE(store->update_many(
+                {{id, {JobState::running, "rank 1: restarted", std::nullopt, 100, std::nullopt}}}, 102));
+            CHECK(fetch().reason == "rank 1: restarted");
+            CHECK(fetch().updated_at == 102);
+        }
+        SECTION("state") {
+            REQUIRE(store->update_many({{id, {JobState::succeeded, "exit code 0", 0, 100, 150}}}, 102));
+            const auto job = fetch();
+            CHECK(job.state == JobState::succeeded);
+            CHECK(job.exit_code == 0);
+            CHECK(job.ended_at == 150);
+            CHECK(job.updated_at == 102);
+        }
+        SECTION("a first start time") {
+            const auto other = insert_ok(*store, sample_job("other"));
+            const JobUpdate pending{JobState::running, "", std::nullopt, std::nullopt, std::nullopt};
+            REQUIRE(store->update_many({{other, pending}}, 101));
+            REQUIRE(store->update_many({{other, running}}, 102));
+            auto got = store->get(other);
+            REQUIRE(got);
+            REQUIRE(got->has_value());
+            CHECK((*got)->started_at == 100);
+            CHECK((*got)->updated_at == 102);
+        }
+    }
+    SECTION("a row that has moved to another remote id is not confirmed") {
+        REQUIRE(store->set_remote_id(id, "77"));
+        auto stale = store->update_many({{id, running}}, 102, {"41"});
+        REQUIRE(stale);
+        CHECK_FALSE(stale->front());
+    }
+}
+
 TEST_CASE("update applies refresh results") {
     TempDir dir;
     auto store = open_ok(dir.file("jobs.db"));
