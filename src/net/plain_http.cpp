@@ -557,42 +557,40 @@ private:
         }
     }
 
-    // Chunked transfer coding: size line, data, CRLF, ..., a 0 size line, trailers, blank line.
+    // Chunked transfer coding: size line, data, CRLF, ..., a 0 size line, trailers, blank line. `pos` walks
+    // m_in; what it passed is dropped only before the next read, so many small chunks cost no copying.
     bool read_chunked() {
         enum class State { size, data, data_end, trailer } state = State::size;
         std::uint64_t left = 0;
+        std::size_t pos = 0;
         for (;;) {
-            bool need_more = false;
-            while (!need_more) {
+            for (;;) {
+                const std::string_view rest = std::string_view(m_in).substr(pos);
                 if (state == State::data) {
-                    if (m_in.empty()) {
-                        need_more = true;
+                    if (rest.empty()) {
                         break;
                     }
-                    const std::size_t n =
-                        static_cast<std::size_t>(std::min<std::uint64_t>(left, m_in.size()));
-                    if (!take_body(std::string_view(m_in).substr(0, n))) {
+                    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, rest.size()));
+                    if (!take_body(rest.substr(0, n))) {
                         return false;
                     }
-                    m_in.erase(0, n);
+                    pos += n;
                     left -= n;
-                    if (left == 0) {
-                        state = State::data_end;
-                    }
+                    state = left == 0 ? State::data_end : State::data;
                     continue;
                 }
-                const auto nl = m_in.find('\n');
-                if (nl == std::string::npos) {
-                    if (m_in.size() > k_max_line) {
+                const auto nl = rest.find('\n');
+                if (nl == std::string_view::npos) {
+                    if (rest.size() > k_max_line) {
                         return unreadable("a chunk line over 8 KB");
                     }
-                    need_more = true;
                     break;
                 }
-                std::string_view line(m_in.data(), nl);
+                std::string_view line = rest.substr(0, nl);
                 if (!line.empty() && line.back() == '\r') {
                     line.remove_suffix(1);
                 }
+                pos += nl + 1;
                 if (state == State::data_end) {
                     if (!line.empty()) {
                         return unreadable("chunk data longer than its size");
@@ -609,12 +607,12 @@ private:
                     state = size == 0 ? State::trailer : State::data;
                     left = size;
                 } else if (line.empty()) { // the blank line after the trailers: the end
-                    m_in.erase(0, nl + 1);
-                    keep_alive = keep_alive && m_in.empty();
+                    keep_alive = keep_alive && pos == m_in.size();
                     return true;
                 }
-                m_in.erase(0, nl + 1);
             }
+            m_in.erase(0, pos);
+            pos = 0;
             if (!receive(true)) {
                 return m_closed && !fault ? broke("the answer ended early") : false;
             }

@@ -238,3 +238,30 @@ TEST_CASE("plain http: HEAD and 204 have no body and keep the connection") {
     CHECK(third->body == "third");
     CHECK(server.connections_accepted() == 1);
 }
+
+TEST_CASE("plain http: many small chunks at once, and a chunk split across packets") {
+    const HttpTransport transport = GENERATE(HttpTransport::automatic, HttpTransport::libcurl);
+    CAPTURE(transport);
+    TestServer server;
+    std::string many = chunked_head();
+    for (int i = 0; i < 2000; ++i) {
+        many += chunk("abc");
+    }
+    server.then(raw(many + "0\r\n\r\n"));
+    server.then([](Connection& conn, const RecordedRequest&) {
+        for (std::string_view piece : {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1",
+                                       "0\r\n0123456789ab", "cdef\r", "\n0\r\n", "\r\n"}) {
+            conn.send(piece);
+            std::this_thread::sleep_for(20ms);
+        }
+    });
+    CurlHttpClient client({}, {}, transport);
+    const auto first = client.request(get(server.url("/many")));
+    REQUIRE(first);
+    CHECK(first->body.size() == 6000);
+    CHECK(first->body.substr(0, 6) == "abcabc");
+    const auto second = client.request(get(server.url("/split")));
+    REQUIRE(second);
+    CHECK(second->body == "0123456789abcdef");
+    CHECK(server.connections_accepted() == 1);
+}
