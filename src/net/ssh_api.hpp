@@ -52,6 +52,7 @@ namespace tandem::net {
     X(channel_write_ex)                                                                                      \
     X(channel_send_eof)                                                                                      \
     X(channel_eof)                                                                                           \
+    X(poll_channel_read)                                                                                     \
     X(channel_close)                                                                                         \
     X(channel_wait_closed)                                                                                   \
     X(channel_get_exit_status)                                                                               \

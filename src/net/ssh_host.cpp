@@ -150,6 +150,13 @@ Result<ExecResult> SshHost::exec(const std::string& command, std::string_view in
             idle_deadline = impl.io_deadline();
             continue;
         }
+        // Reading one stream makes libssh2 take in every packet that has arrived, so the other stream's data
+        // or the end of the command may now wait in its buffers while the socket stays quiet: waiting on the
+        // socket then would last until the timeout (a CI run lost `whoami` that way). Read again instead.
+        if (libssh2().channel_eof(ch) != 0 || libssh2().poll_channel_read(ch, 0) != 0 ||
+            libssh2().poll_channel_read(ch, SSH_EXTENDED_DATA_STDERR) != 0) {
+            continue;
+        }
         if (!s.wait(idle_deadline)) {
             return impl.failure(LIBSSH2_ERROR_TIMEOUT, "waiting for a command");
         }
