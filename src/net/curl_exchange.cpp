@@ -14,10 +14,6 @@ namespace {
 // Bodies of refused streams are kept only for the error message.
 constexpr std::size_t k_max_error_body = std::size_t{64} * 1024;
 
-AttemptFailure failed(ErrorKind kind, std::string message, bool sent, bool delivered = false) {
-    return AttemptFailure{Error{kind, std::move(message), {}}, sent, delivered, std::nullopt};
-}
-
 // State the libcurl callbacks share with the attempt.
 struct Exchange {
     const HttpRequest* request = nullptr;
@@ -304,25 +300,27 @@ AttemptResult perform_attempt(CURL* h, const TlsSettings& tls, const HttpRequest
 
     if (auto name = malformed_header(request)) {
         result.failure =
-            failed(ErrorKind::config,
-                   fmt::format("header '{}' for {} is malformed (empty name, colon or line break)", *name,
-                               parse_target(request.url).host_port),
-                   false);
+            attempt_failure(ErrorKind::config,
+                            fmt::format("header '{}' for {} is malformed (empty name, colon or line break)",
+                                        *name, parse_target(request.url).host_port),
+                            false);
         return result;
     }
     curl().easy_reset(h);
     if (CURLcode rc = configure(h, request, ex, headers, errbuf.data()); rc != CURLE_OK) {
-        result.failure = failed(ErrorKind::internal,
-                                fmt::format("cannot set up {} {}: {}", request.method,
-                                            parse_target(request.url).host_port, curl().easy_strerror(rc)),
-                                false);
+        result.failure =
+            attempt_failure(ErrorKind::internal,
+                            fmt::format("cannot set up {} {}: {}", request.method,
+                                        parse_target(request.url).host_port, curl().easy_strerror(rc)),
+                            false);
         return result;
     }
     if (CURLcode rc = configure_tls(h, tls); rc != CURLE_OK) {
-        result.failure = failed(ErrorKind::config,
-                                fmt::format("this libcurl cannot use the TLS settings for {}: {}",
-                                            parse_target(request.url).host_port, curl().easy_strerror(rc)),
-                                false);
+        result.failure =
+            attempt_failure(ErrorKind::config,
+                            fmt::format("this libcurl cannot use the TLS settings for {}: {}",
+                                        parse_target(request.url).host_port, curl().easy_strerror(rc)),
+                            false);
         return result;
     }
 
@@ -347,10 +345,11 @@ AttemptResult perform_attempt(CURL* h, const TlsSettings& tls, const HttpRequest
     }
 
     if (!ex.consumer_error.empty()) {
-        result.failure = failed(ErrorKind::internal,
-                                "the consumer of a stream from " + parse_target(request.url).host_port +
-                                    " failed: " + ex.consumer_error,
-                                true, true);
+        result.failure =
+            attempt_failure(ErrorKind::internal,
+                            "the consumer of a stream from " + parse_target(request.url).host_port +
+                                " failed: " + ex.consumer_error,
+                            true, true);
     } else if (ex.consumer_stopped) {
         // A clean end chosen by the consumer; curl reports it as a write error.
     } else if (code != CURLE_OK) {

@@ -286,6 +286,10 @@ Error final_error(const RetryPolicy& policy, const AttemptFailure& failure, int 
     return error;
 }
 
+AttemptFailure attempt_failure(ErrorKind kind, std::string message, bool request_sent, bool data_delivered) {
+    return AttemptFailure{Error{kind, std::move(message), {}}, request_sent, data_delivered, std::nullopt};
+}
+
 bool deliverable(int status, const std::vector<int>& pass_statuses) {
     return (status >= 200 && status <= 299) ||
            std::find(pass_statuses.begin(), pass_statuses.end(), status) != pass_statuses.end();

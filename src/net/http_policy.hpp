@@ -55,6 +55,10 @@ struct AttemptFailure {
     std::optional<std::chrono::milliseconds> retry_after;
 };
 
+// A failed attempt with no Retry-After.
+AttemptFailure attempt_failure(ErrorKind kind, std::string message, bool request_sent,
+                               bool data_delivered = false);
+
 // What a stream hands each piece of a body to; false ends the stream cleanly.
 using ChunkSink = std::function<bool(std::string_view)>;
 

@@ -5,20 +5,18 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
-#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <fcntl.h>
-#include <netdb.h>
 #include <optional>
 #include <poll.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
+
+#include "net/plain_http_request.hpp"
+#include "net/tcp_socket.hpp"
 
 namespace tandem::net::detail {
 
@@ -32,115 +30,10 @@ constexpr std::size_t k_max_line = std::size_t{8} * 1024; // a chunk-size or tra
 constexpr std::size_t k_max_error_body = std::size_t{64} * 1024;
 constexpr std::size_t k_read_size = std::size_t{64} * 1024;
 
-bool iequals(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-               return std::tolower(static_cast<unsigned char>(x)) ==
-                      std::tolower(static_cast<unsigned char>(y));
-           });
-}
-
 std::string lowercase(std::string_view s) {
     std::string out(s);
     std::transform(out.begin(), out.end(), out.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return out;
-}
-
-// Whether a comma-separated header value (Connection, Transfer-Encoding) has this token.
-bool has_token(std::string_view list, std::string_view token) {
-    while (!list.empty()) {
-        const auto comma = list.find(',');
-        if (iequals(trim_header_value(list.substr(0, comma)), token)) {
-            return true;
-        }
-        list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-    }
-    return false;
-}
-
-struct PlainUrl {
-    std::string host;        // for getaddrinfo: no brackets
-    std::string port;        // "80" when the URL has none
-    std::string host_header; // host[:port] as written, the port left out when it is 80 (as curl does)
-    std::string target;      // path and query, "/" when empty
-};
-
-std::optional<PlainUrl> split_url(std::string_view url) {
-    if (url.size() < 7 || !iequals(url.substr(0, 7), "http://")) {
-        return std::nullopt;
-    }
-    const std::string_view rest = url.substr(7);
-    const auto end = rest.find_first_of("/?#");
-    const std::string_view authority = rest.substr(0, end);
-    std::string_view tail = end == std::string_view::npos ? std::string_view() : rest.substr(end);
-    tail = tail.substr(0, tail.find('#'));
-    if (authority.empty() || authority.find('@') != std::string_view::npos ||
-        tail.find_first_of(" \t\r\n") != std::string_view::npos) {
-        return std::nullopt; // user info or characters that need encoding: libcurl's business
-    }
-    std::string_view host = authority;
-    std::string_view port;
-    std::string_view bracketed = authority;
-    if (authority.front() == '[') {
-        const auto close = authority.find(']');
-        if (close == std::string_view::npos) {
-            return std::nullopt;
-        }
-        host = authority.substr(1, close - 1);
-        bracketed = authority.substr(0, close + 1);
-        const std::string_view after = authority.substr(close + 1);
-        if (!after.empty()) {
-            if (after.front() != ':') {
-                return std::nullopt;
-            }
-            port = after.substr(1);
-        }
-    } else if (const auto colon = authority.rfind(':'); colon != std::string_view::npos) {
-        host = authority.substr(0, colon);
-        bracketed = host;
-        port = authority.substr(colon + 1);
-    }
-    if (host.empty() || host.find_first_of(" \t\r\n") != std::string_view::npos ||
-        port.find_first_not_of("0123456789") != std::string_view::npos || port.size() > 5) {
-        return std::nullopt;
-    }
-    PlainUrl u;
-    u.host = std::string(host);
-    u.port = port.empty() ? "80" : std::string(port);
-    u.host_header = u.port == "80" ? std::string(bracketed) : fmt::format("{}:{}", bracketed, u.port);
-    u.target = tail.empty() ? "/" : tail.front() == '?' ? fmt::format("/{}", tail) : std::string(tail);
-    return u;
-}
-
-std::string render_request(const HttpRequest& req, const PlainUrl& url) {
-    auto given = [&](std::string_view name) {
-        return std::any_of(req.headers.begin(), req.headers.end(),
-                           [&](const auto& h) { return iequals(h.first, name); });
-    };
-    std::string out = fmt::format("{} {} HTTP/1.1\r\n", req.method, url.target);
-    if (!given("Host")) {
-        out += fmt::format("Host: {}\r\n", url.host_header);
-    }
-    if (!given("User-Agent")) {
-        out += "User-Agent: tandem\r\n";
-    }
-    if (!given("Accept")) {
-        out += "Accept: */*\r\n";
-    }
-    for (const auto& [name, value] : req.headers) {
-        out += fmt::format("{}: {}\r\n", name, trim_header_value(value));
-    }
-    if (!req.content_type.empty()) {
-        out += fmt::format("Content-Type: {}\r\n", req.content_type);
-    }
-    const bool with_body = req.method != "HEAD" && (req.method == "POST" || !req.body.empty());
-    if (with_body) {
-        out += fmt::format("Content-Length: {}\r\n", req.body.size());
-    }
-    out += "\r\n";
-    if (with_body) {
-        out += req.body;
-    }
     return out;
 }
 
@@ -163,31 +56,6 @@ private:
     int m_fd;
 };
 
-// Milliseconds left for poll(): -1 without a deadline, 0 once it passed.
-int poll_ms(const std::optional<Clock::time_point>& deadline) {
-    if (!deadline) {
-        return -1;
-    }
-    const auto left = std::chrono::ceil<milliseconds>(*deadline - Clock::now()).count();
-    return static_cast<int>(std::clamp<long long>(left, 0, INT_MAX));
-}
-
-// 1 ready, 0 timed out, -1 error (errno set).
-int wait_for(int fd, short events, const std::optional<Clock::time_point>& deadline) {
-    for (;;) {
-        pollfd p{fd, events, 0};
-        const int rc = ::poll(&p, 1, poll_ms(deadline));
-        if (rc < 0 && errno == EINTR) {
-            continue;
-        }
-        return rc > 0 ? 1 : rc;
-    }
-}
-
-AttemptFailure failure(ErrorKind kind, std::string message, bool sent, bool delivered = false) {
-    return AttemptFailure{Error{kind, std::move(message), {}}, sent, delivered, std::nullopt};
-}
-
 struct Connected {
     int fd = -1;
     std::optional<AttemptFailure> failure;
@@ -195,7 +63,7 @@ struct Connected {
 
 Connected open_connection(const PlainUrl& url, const HttpRequest& req, const UrlTarget& t,
                           const std::string& what, Clock::time_point start) {
-    std::optional<Clock::time_point> deadline;
+    TcpDeadline deadline;
     milliseconds limit{0};
     for (const milliseconds m : {req.connect_timeout, req.timeout}) {
         if (m.count() > 0 && (!deadline || start + m < *deadline)) {
@@ -203,65 +71,28 @@ Connected open_connection(const PlainUrl& url, const HttpRequest& req, const Url
             limit = m;
         }
     }
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV;
-    addrinfo* found = nullptr;
-    if (const int rc = ::getaddrinfo(url.host.c_str(), url.port.c_str(), &hints, &found); rc != 0) {
-        return {-1, failure(ErrorKind::unavailable,
-                            fmt::format("cannot reach {} ({}): cannot resolve host '{}': {}", t.host_port,
-                                        what, url.host, ::gai_strerror(rc)),
-                            false)};
+    auto fd = tcp_connect_until(url.host, url.port, deadline);
+    if (fd) {
+        return {*fd, std::nullopt};
     }
-    std::string last_error = "no address";
-    int result = -1;
-    bool timed_out = false;
-    for (const addrinfo* a = found; a != nullptr && result < 0 && !timed_out; a = a->ai_next) {
-        Socket s(::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol));
-        if (s.get() < 0) {
-            last_error = std::strerror(errno);
-            continue;
-        }
-        const int one = 1;
-        (void)::setsockopt(s.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        (void)::setsockopt(s.get(), SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
-        if (::connect(s.get(), a->ai_addr, a->ai_addrlen) != 0) {
-            if (errno != EINPROGRESS) {
-                last_error = std::strerror(errno);
-                continue;
-            }
-            const int ready = wait_for(s.get(), POLLOUT, deadline);
-            if (ready == 0) {
-                timed_out = true;
-                continue;
-            }
-            int error = 0;
-            socklen_t len = sizeof error;
-            if (ready < 0 || ::getsockopt(s.get(), SOL_SOCKET, SO_ERROR, &error, &len) != 0) {
-                error = errno;
-            }
-            if (error != 0) {
-                last_error = std::strerror(error);
-                continue;
-            }
-        }
-        result = s.release();
+    switch (fd.error().kind) {
+    case TcpFailure::Kind::resolve:
+        return {-1, attempt_failure(ErrorKind::unavailable,
+                                    fmt::format("cannot reach {} ({}): cannot resolve host '{}': {}",
+                                                t.host_port, what, url.host, fd.error().detail),
+                                    false)};
+    case TcpFailure::Kind::timeout:
+        return {-1, attempt_failure(ErrorKind::timeout,
+                                    fmt::format("cannot connect to {} ({}) within {} ms", t.host_port, what,
+                                                limit.count()),
+                                    false)};
+    case TcpFailure::Kind::connect:
+        break;
     }
-    ::freeaddrinfo(found);
-    if (result >= 0) {
-        return {result, std::nullopt};
-    }
-    if (timed_out) {
-        return {-1, failure(ErrorKind::timeout,
-                            fmt::format("cannot connect to {} ({}) within {} ms", t.host_port, what,
-                                        limit.count()),
-                            false)};
-    }
-    return {-1, failure(ErrorKind::unavailable,
-                        fmt::format("cannot reach {} ({}): connect to {} port {} failed: {}", t.host_port,
-                                    what, url.host, url.port, last_error),
-                        false)};
+    return {-1, attempt_failure(ErrorKind::unavailable,
+                                fmt::format("cannot reach {} ({}): connect to {} port {} failed: {}",
+                                            t.host_port, what, url.host, url.port, fd.error().detail),
+                                false)};
 }
 
 // How one exchange on one connection ended.
@@ -275,7 +106,7 @@ enum class Outcome {
 class Exchange {
 public:
     Exchange(const HttpRequest& req, const ChunkSink* on_chunk, HttpResponse* head, std::string what,
-             std::string host_port, std::optional<Clock::time_point> deadline)
+             std::string host_port, TcpDeadline deadline)
         : m_req(req), m_on_chunk(on_chunk), m_head(head), m_what(std::move(what)),
           m_host_port(std::move(host_port)), m_deadline(deadline) {}
 
@@ -310,7 +141,7 @@ public:
 
 private:
     bool fail(ErrorKind kind, std::string message) {
-        fault = failure(kind, std::move(message), true, data_delivered);
+        fault = attempt_failure(kind, std::move(message), true, data_delivered);
         m_outcome = Outcome::failed;
         return false;
     }
@@ -337,7 +168,7 @@ private:
     }
     // Waits until the socket is ready for `events`; false (the failure recorded) on the deadline or an error.
     bool await_ready(short events) {
-        const int ready = wait_for(m_fd, events, m_deadline);
+        const int ready = wait_for_fd(m_fd, events, m_deadline);
         if (ready == 0) {
             return timed_out();
         }
@@ -624,7 +455,7 @@ private:
     HttpResponse* m_head;
     std::string m_what;
     std::string m_host_port;
-    std::optional<Clock::time_point> m_deadline;
+    TcpDeadline m_deadline;
     int m_fd = -1;
     std::string m_in;
     bool m_received_any = false;
@@ -688,19 +519,20 @@ AttemptResult perform_plain_attempt(PlainConnections& connections, const HttpReq
     const std::string what = fmt::format("{} {}", request.method, t.path);
     if (auto name = malformed_header(request)) {
         result.failure =
-            failure(ErrorKind::config,
-                    fmt::format("header '{}' for {} is malformed (empty name, colon or line break)", *name,
-                                t.host_port),
-                    false);
+            attempt_failure(ErrorKind::config,
+                            fmt::format("header '{}' for {} is malformed (empty name, colon or line break)",
+                                        *name, t.host_port),
+                            false);
         return finish();
     }
     const auto url = split_url(request.url);
     if (!url) {
-        result.failure = failure(ErrorKind::config, fmt::format("bad URL for {}", t.host_port), false);
+        result.failure =
+            attempt_failure(ErrorKind::config, fmt::format("bad URL for {}", t.host_port), false);
         return finish();
     }
     const std::string bytes = render_request(request, *url);
-    const std::optional<Clock::time_point> deadline =
+    const TcpDeadline deadline =
         request.timeout.count() > 0 ? std::optional(start + request.timeout) : std::nullopt;
 
     // A request that must not be repeated never rides a kept connection: one that died unseen would
@@ -726,7 +558,7 @@ AttemptResult perform_plain_attempt(PlainConnections& connections, const HttpReq
             ex.publish_head();
         }
         if (!ex.consumer_error.empty()) {
-            result.failure = failure(
+            result.failure = attempt_failure(
                 ErrorKind::internal,
                 fmt::format("the consumer of a stream from {} failed: {}", t.host_port, ex.consumer_error),
                 true, true);

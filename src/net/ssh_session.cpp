@@ -3,13 +3,13 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
-#include <netdb.h>
 #include <poll.h>
 #include <unistd.h>
 
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
+
+#include "net/tcp_socket.hpp"
 
 namespace tandem::net {
 
@@ -146,58 +146,22 @@ Status SshSession::handshake(const SshEndpoint& endpoint, const SshOptions& opti
 
 Result<int> tcp_connect(const std::string& host, int port, std::chrono::milliseconds timeout,
                         const std::string& who) {
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* found = nullptr;
-    int gai = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
-    if (gai != 0) {
+    auto fd = tcp_connect_until(host, std::to_string(port), SshClock::now() + timeout);
+    if (fd) {
+        return *fd;
+    }
+    switch (fd.error().kind) {
+    case TcpFailure::Kind::resolve:
         return fail(ErrorKind::unavailable,
-                    "ssh to " + who + ": cannot resolve " + host + ": " + gai_strerror(gai));
-    }
-    const auto deadline = SshClock::now() + timeout;
-    std::string last = "no address";
-    bool timed_out = false;
-    for (addrinfo* a = found; a; a = a->ai_next) {
-        int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
-        if (fd < 0) {
-            last = std::strerror(errno);
-            continue;
-        }
-        int rc = ::connect(fd, a->ai_addr, a->ai_addrlen);
-        if (rc != 0 && errno == EINPROGRESS) {
-            pollfd p{fd, POLLOUT, 0};
-            do {
-                rc = ::poll(&p, 1, remaining_ms(deadline));
-            } while (rc < 0 && errno == EINTR);
-            if (rc == 0) {
-                timed_out = true;
-                ::close(fd);
-                break;
-            }
-            int err = 0;
-            socklen_t len = sizeof err;
-            ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-            rc = err == 0 ? 0 : -1;
-            errno = err;
-        }
-        if (rc == 0) {
-            int one = 1;
-            ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-            ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
-            ::freeaddrinfo(found);
-            return fd;
-        }
-        last = std::strerror(errno);
-        ::close(fd);
-    }
-    ::freeaddrinfo(found);
-    if (timed_out) {
+                    "ssh to " + who + ": cannot resolve " + host + ": " + fd.error().detail);
+    case TcpFailure::Kind::timeout:
         return fail(ErrorKind::unavailable,
                     "ssh to " + who + ": no answer within " + std::to_string(timeout.count() / 1000) + "s",
                     "check the host and port, and that no firewall drops the connection");
+    case TcpFailure::Kind::connect:
+        break;
     }
-    return fail(ErrorKind::unavailable, "ssh to " + who + ": cannot connect: " + last,
+    return fail(ErrorKind::unavailable, "ssh to " + who + ": cannot connect: " + fd.error().detail,
                 "is sshd running on " + host + " port " + std::to_string(port) + "?");
 }
 

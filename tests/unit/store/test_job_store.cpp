@@ -33,6 +33,13 @@ std::int64_t insert_ok(JobStore& store, const JobRecord& job) {
     return *id;
 }
 
+JobRecord get_ok(JobStore& store, std::int64_t id) {
+    auto got = store.get(id);
+    REQUIRE(got);
+    REQUIRE(got->has_value());
+    return **got;
+}
+
 std::vector<std::int64_t> ids_of(const Result<std::vector<JobRecord>>& jobs) {
     INFO((jobs ? std::string() : jobs.error().message));
     REQUIRE(jobs);
@@ -156,12 +163,7 @@ TEST_CASE("a refresh that only repeats a row confirmed moments ago is not writte
     TempDir dir;
     auto store = open_ok(dir.file("jobs.db"));
     const auto id = insert_ok(*store, sample_job("job"));
-    auto fetch = [&] {
-        auto got = store->get(id);
-        REQUIRE(got);
-        REQUIRE(got->has_value());
-        return **got;
-    };
+    auto fetch = [&] { return get_ok(*store, id); };
     const JobUpdate running{JobState::running, "", std::nullopt, 100, std::nullopt};
     auto first = store->update_many({{id, running}}, 101);
     REQUIRE(first);
@@ -198,11 +200,9 @@ TEST_CASE("a refresh that only repeats a row confirmed moments ago is not writte
             const JobUpdate pending{JobState::running, "", std::nullopt, std::nullopt, std::nullopt};
             REQUIRE(store->update_many({{other, pending}}, 101));
             REQUIRE(store->update_many({{other, running}}, 102));
-            auto got = store->get(other);
-            REQUIRE(got);
-            REQUIRE(got->has_value());
-            CHECK((*got)->started_at == 100);
-            CHECK((*got)->updated_at == 102);
+            const auto got = get_ok(*store, other);
+            CHECK(got.started_at == 100);
+            CHECK(got.updated_at == 102);
         }
     }
     SECTION("a row that has moved to another remote id is not confirmed") {
@@ -217,12 +217,7 @@ TEST_CASE("update applies refresh results") {
     TempDir dir;
     auto store = open_ok(dir.file("jobs.db"));
     const auto id = insert_ok(*store, sample_job("job"));
-    auto fetch = [&] {
-        auto got = store->get(id);
-        REQUIRE(got);
-        REQUIRE(got->has_value());
-        return **got;
-    };
+    auto fetch = [&] { return get_ok(*store, id); };
 
     REQUIRE(store->update(id, {JobState::running, "", std::nullopt, 100, std::nullopt}, 101));
     auto job = fetch();
