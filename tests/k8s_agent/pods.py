@@ -248,12 +248,18 @@ class Runner:
 
         def getter(kind):
             def get(name):
-                code, obj = st.api.call("GET", f"/api/v1/namespaces/{ns}/{kind}/{name}")
-                if code == 200:
-                    return obj.get("data") or {}
-                if code == 404:
-                    return None
-                # 403: the Node authorizer has not yet seen this pod reference the object.
+                for _ in range(25):
+                    code, obj = st.api.call("GET", f"/api/v1/namespaces/{ns}/{kind}/{name}")
+                    if code == 200:
+                        return obj.get("data") or {}
+                    if code == 404:
+                        return None
+                    # 403 "no relationship found": the Node authorizer's graph has not yet seen this pod
+                    # reference the object. It catches up within moments, so ask again before reporting
+                    # (a kubelet's informer never shows this window as a pod error).
+                    if code != 403 or "no relationship found" not in obj.get("message", ""):
+                        break
+                    time.sleep(0.2)
                 raise envres.ConfigError(f"cannot read {kind} {name!r}: HTTP {code}: {obj.get('message', '')}")
 
             return get
