@@ -1,19 +1,15 @@
 #include "cli/app.hpp"
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <memory>
 #include <sstream>
-#include <thread>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
-#include "cli/fanout.hpp"
 #include "cli/output.hpp"
-#include "net/http_client.hpp"
 
 namespace tandem::cli {
 
@@ -124,14 +120,12 @@ int run(int argc, char** argv) {
     }
     Context::warm_up(); // after parsing: --help and usage errors never load libcurl
     const int code = run_action(action);
-    if (net::libcurl_preload_running() || fanout_left_running()) {
-        // A helper thread is still busy (a load this command did not need, or a cluster past its
-        // deadline): end now, without the static destructors that thread may still depend on.
-        std::fflush(stdout);
-        std::fflush(stderr);
-        std::_Exit(code);
-    }
-    return code;
+    // Every result is written and every file closed by now. Ending here skips the static destructors and
+    // the atexit cleanups of libcurl and OpenSSL (0.5 ms of a 30 ms status), and a helper thread still
+    // busy (a libcurl load this command did not need, a cluster past its deadline) cannot trip over them.
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(code);
 }
 
 } // namespace tandem::cli

@@ -72,10 +72,6 @@ void start_libcurl_preload() {
     }).detach();
 }
 
-bool libcurl_preload_running() {
-    return g_preload.load() == 1;
-}
-
 namespace {
 
 double unit_random() {

@@ -52,9 +52,6 @@ bool needs_libcurl(std::string_view url);
 // cluster will need libcurl. A no-op after the first call (and when libcurl is missing: the first request
 // reports that).
 void start_libcurl_preload();
-// Whether a preload was started and has not finished: the process must then end with _Exit, since the
-// static destructors may not run under that thread.
-bool libcurl_preload_running();
 
 class HttpClient {
 public:

@@ -29,6 +29,9 @@ struct Shape {
     std::span<const Member> members;
 };
 
+// Of the labels, the two job_state reads: a pod carries six, and each kept one is three allocations.
+constexpr Member k_label_members[] = {{k_job_label, nullptr}, {k_rank_label, nullptr}};
+constexpr Shape k_labels{k_label_members};
 constexpr Member k_annotation_members[] = {{k_completion_index_annotation, nullptr}};
 constexpr Shape k_annotations{k_annotation_members};
 constexpr Member k_metadata_members[] = {{"name", nullptr},
@@ -37,7 +40,7 @@ constexpr Member k_metadata_members[] = {{"name", nullptr},
                                          {"resourceVersion", nullptr},
                                          {"creationTimestamp", nullptr},
                                          {"deletionTimestamp", nullptr},
-                                         {"labels", nullptr},
+                                         {"labels", &k_labels},
                                          {"annotations", &k_annotations}};
 constexpr Shape k_metadata{k_metadata_members};
 constexpr Member k_spec_members[] = {

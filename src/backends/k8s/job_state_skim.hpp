@@ -7,7 +7,7 @@
 // and bracket nesting, and builds JSON values only for the members in its table (job_state_skim.cpp).
 //
 // What is kept, per item: metadata (name, namespace, uid, resourceVersion, creationTimestamp,
-// deletionTimestamp, labels, the completion-index annotation); spec (nodeName, completions,
+// deletionTimestamp, the labels tandem.dev/job and tandem.dev/rank, the completion-index annotation); spec (nodeName, completions,
 // completionMode, parallelism); status (phase, reason, message, conditions, startTime,
 // completionTime, active, succeeded, failed, and of each container status: name, state, lastState,
 // ready, restartCount). The result has the List's shape, so group_by_tandem_job reads it unchanged, and

@@ -56,8 +56,11 @@ json pruned(const json& list) {
         json kept = keep_only(item, {"kind", "apiVersion"});
         if (item.contains("metadata")) {
             const auto& m = item["metadata"];
-            kept["metadata"] = keep_only(m, {"name", "namespace", "uid", "resourceVersion",
-                                             "creationTimestamp", "deletionTimestamp", "labels"});
+            kept["metadata"] = keep_only(
+                m, {"name", "namespace", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp"});
+            if (m.contains("labels")) {
+                kept["metadata"]["labels"] = keep_only(m["labels"], {"tandem.dev/job", "tandem.dev/rank"});
+            }
             if (m.contains("annotations")) {
                 kept["metadata"]["annotations"] =
                     keep_only(m["annotations"], {"batch.kubernetes.io/job-completion-index"});
@@ -242,8 +245,8 @@ TEST_CASE("skim: wrong shapes and bad JSON are errors that say what and where") 
     CHECK_THAT(skim_error(pod_with_message(R"("never closed)")), Contains("unterminated string"));
     CHECK_THAT(skim_error(pod_with_message(R"("escaped quote at the end\")")),
                Contains("unterminated string"));
-    const std::string deep_kept = std::string(R"({"items":[{"metadata":{"labels":)") + std::string(100, '[') +
-                                  std::string(100, ']') + "}}]}";
+    const std::string deep_kept = std::string(R"({"items":[{"status":{"conditions":)") +
+                                  std::string(100, '[') + std::string(100, ']') + "}}]}";
     CHECK_THAT(skim_error(deep_kept), Contains("nested too deeply"));
 }
 
