@@ -64,7 +64,8 @@ Result<int> cancel(Context& ctx, const CancelFlags& flags) {
             continue;
         }
         const auto now = now_seconds();
-        JobUpdate cancelled{JobState::cancelled, "cancelled by user", std::nullopt, std::nullopt, now};
+        JobUpdate cancelled{JobState::cancelled, std::string(k_user_cancel_reason), std::nullopt,
+                            std::nullopt, now};
         if (auto ok = (*store)->update(job.id, cancelled, now); !ok) {
             return tl::unexpected(ok.error());
         }

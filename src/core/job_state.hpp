@@ -15,6 +15,10 @@ std::string_view to_string(JobState state); // "PENDING", "RUNNING", ...
 std::optional<JobState> job_state_from_string(std::string_view text);
 bool is_terminal(JobState state);
 
+// The reason of a job the user cancelled. Failover moves a job CANCELLED for any other reason (a backend
+// cancelled it) but never one with this reason, so every writer of a user's cancel must use it.
+inline constexpr std::string_view k_user_cancel_reason = "cancelled by user";
+
 // Exit codes a job's outcome maps to, shared by `launch --wait`, `logs -f` and `status --exit-code`.
 // A job that FAILED with its own exit code returns that code instead.
 namespace job_exit {

@@ -19,7 +19,7 @@ Result<bool> JobStore::move_job(std::int64_t id, const std::string& expected_rem
                 "remote_id = '', state = 'PENDING', reason = ?5, exit_code = NULL, started_at = NULL, "
                 "ended_at = NULL, updated_at = ?6 WHERE id = ?7 AND remote_id = ?8 AND "
                 "(state NOT IN ('SUCCEEDED','FAILED','CANCELLED') OR "
-                "(state = 'CANCELLED' AND reason <> 'cancelled by user'))");
+                "(state = 'CANCELLED' AND reason <> ?9))");
     if (!move) {
         return tl::unexpected(move.error());
     }
@@ -31,6 +31,7 @@ Result<bool> JobStore::move_job(std::int64_t id, const std::string& expected_rem
     move->bind(6, now);
     move->bind(7, id);
     move->bind(8, expected_remote_id);
+    move->bind(9, k_user_cancel_reason);
     if (move->step() != SQLITE_DONE) {
         return tl::unexpected(sqlite_error(fmt::format("cannot move job {}", id)));
     }

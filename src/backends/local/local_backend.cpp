@@ -104,7 +104,8 @@ Result<std::string> LocalBackend::check() {
     return fmt::format("bash found, {} writable", m_jobs_dir);
 }
 
-Result<ClusterInventory> LocalBackend::inventory(std::chrono::seconds /*max_age: always fresh, it is cheap*/) {
+Result<ClusterInventory>
+LocalBackend::inventory(std::chrono::seconds /*max_age: always fresh, it is cheap*/) {
     ClusterInventory inv;
     inv.name = m_cluster;
     inv.kind = BackendKind::local;
@@ -164,11 +165,12 @@ std::vector<std::string> LocalBackend::environment(const TaskSpec& spec, const P
     return env;
 }
 
-Result<std::string> LocalBackend::render(const TaskSpec& spec, const Placement& placement, std::int64_t job_id) {
+Result<std::string> LocalBackend::render(const TaskSpec& spec, const Placement& placement,
+                                         std::int64_t job_id) {
     // job_id 0: a dry run, before the store has given the job its id.
     const std::string dir = job_id == 0 ? m_jobs_dir + "/<ID>" : job_dir(job_id);
-    std::string out = fmt::format("# {}/wrapper.sh (cwd: {})\n{}", dir, spec.workdir.value_or("the current directory"),
-                                  k_wrapper);
+    std::string out = fmt::format("# {}/wrapper.sh (cwd: {})\n{}", dir,
+                                  spec.workdir.value_or("the current directory"), k_wrapper);
     auto section = [&](const char* name, const std::string& text) {
         if (!text.empty()) {
             out += fmt::format("\n# {}\n{}{}", name, text, text.back() == '\n' ? "" : "\n");
@@ -242,7 +244,7 @@ JobUpdate LocalBackend::observe(const JobRecord& job) const {
     const fs::path dir = job_dir(job.id);
     if (fs::exists(dir / "cancelled")) {
         u.state = JobState::cancelled;
-        u.reason = "cancelled by user";
+        u.reason = std::string(k_user_cancel_reason);
         u.ended_at = now_seconds();
         return u;
     }
@@ -306,7 +308,8 @@ Status LocalBackend::cancel(const JobRecord& job) {
 
 Status LocalBackend::logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) {
     const std::string file = (fs::path(job_dir(job.id)) / "output.log").string();
-    auto streamed = backends::stream_file(file, options, sink, [&] { return is_terminal(observe(job).state); });
+    auto streamed =
+        backends::stream_file(file, options, sink, [&] { return is_terminal(observe(job).state); });
     if (!streamed && streamed.error().kind == ErrorKind::not_found) {
         return fail(ErrorKind::not_found, fmt::format("job {} has no output file ({})", job.id, file));
     }
