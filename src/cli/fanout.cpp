@@ -1,6 +1,5 @@
 #include "cli/fanout.hpp"
 
-#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -9,8 +8,6 @@
 namespace tandem::cli {
 
 namespace {
-
-std::atomic<bool> g_left_running{false};
 
 // Shared by the waiting thread and the workers, so a worker that outlives the wait still has it.
 struct Progress {
@@ -42,17 +39,7 @@ std::vector<bool> run_fanout(std::vector<FanoutTask> tasks) {
     for (std::size_t i = 0; i < tasks.size(); ++i) {
         progress->changed.wait_until(lock, start + tasks[i].deadline, [&] { return progress->done[i]; });
     }
-    std::vector<bool> finished = progress->done;
-    for (bool f : finished) {
-        if (!f) {
-            g_left_running = true;
-        }
-    }
-    return finished;
-}
-
-bool fanout_left_running() {
-    return g_left_running;
+    return progress->done;
 }
 
 } // namespace tandem::cli

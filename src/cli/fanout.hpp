@@ -17,11 +17,8 @@ struct FanoutTask {
 };
 
 // Runs every task concurrently (a single task on this thread) and returns, per task, whether it finished
-// before its deadline.
+// before its deadline. A task left behind may still be running when the command ends; the process ends
+// with std::_Exit (app.cpp), so no static destructor runs under it.
 std::vector<bool> run_fanout(std::vector<FanoutTask> tasks);
-
-// Whether some task was left running. The process must then end without running static destructors
-// (app.cpp uses std::_Exit), since the task may still be using them.
-bool fanout_left_running();
 
 } // namespace tandem::cli

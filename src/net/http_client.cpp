@@ -57,18 +57,16 @@ bool needs_libcurl(std::string_view url) {
 }
 
 namespace {
-std::atomic<int> g_preload{0}; // 0 not started, 1 running, 2 done
+std::atomic<bool> g_preload_started{false};
 } // namespace
 
 void start_libcurl_preload() {
-    int expected = 0;
-    if (!g_preload.compare_exchange_strong(expected, 1)) {
+    if (g_preload_started.exchange(true)) {
         return;
     }
     std::thread([] {
         std::string ignored;
         (void)global_init(ignored);
-        g_preload.store(2);
     }).detach();
 }
 

@@ -7,10 +7,10 @@
 // and bracket nesting, and builds JSON values only for the members in its table (job_state_skim.cpp).
 //
 // What is kept, per item: metadata (name, namespace, uid, resourceVersion, creationTimestamp,
-// deletionTimestamp, the labels tandem.dev/job and tandem.dev/rank, the completion-index annotation); spec (nodeName, completions,
-// completionMode, parallelism); status (phase, reason, message, conditions, startTime,
-// completionTime, active, succeeded, failed, and of each container status: name, state, lastState,
-// ready, restartCount). The result has the List's shape, so group_by_tandem_job reads it unchanged, and
+// deletionTimestamp, the labels tandem.dev/job and tandem.dev/rank, the completion-index annotation);
+// spec (nodeName, completions, completionMode, parallelism); status (phase, reason, message, conditions,
+// startTime, completionTime, active, succeeded, failed, and of each container status: name, state,
+// lastState, ready, restartCount). The result has the List's shape, so group_by_tandem_job reads it unchanged, and
 // on valid JSON it equals the full parse with everything else removed.
 //
 // It trusts nothing about the text: every step checks bounds, kept strings are unescaped and checked as

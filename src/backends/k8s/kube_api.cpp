@@ -66,8 +66,8 @@ Status KubeApi::ensure_client() {
     return {};
 }
 
-net::Headers KubeApi::auth_headers() const {
-    net::Headers h{{"Accept", "application/json"}};
+net::Headers KubeApi::auth_headers(std::string accept) const {
+    net::Headers h{{"Accept", std::move(accept)}};
     if (!m_token.empty()) {
         h.emplace_back("Authorization", "Bearer " + m_token);
     }
@@ -137,12 +137,10 @@ Result<ApiAnswer> KubeApi::exchange(const std::string& method, const std::string
     net::HttpRequest request;
     request.method = method;
     request.url = m_context.server + path;
-    request.headers = auth_headers();
-    if (slim) {
-        // Protobuf first, as client-go asks: the server encodes it faster and it reads without a scan.
-        // Anything that only speaks JSON (a proxy, an aggregated API) answers in JSON, read as before.
-        request.headers.front().second = fmt::format("{}, application/json", k_protobuf_media_type);
-    }
+    // A status List in protobuf first, as client-go asks: the server encodes it faster and it reads
+    // without a scan. Anything that only speaks JSON (a proxy, an aggregated API) answers in JSON.
+    request.headers =
+        slim ? auth_headers(fmt::format("{}, application/json", k_protobuf_media_type)) : auth_headers();
     if (!body.is_null()) {
         request.body = body.dump();
         request.content_type = content_type;

@@ -54,7 +54,7 @@ private:
                                const std::vector<int>& pass, bool idempotent, const std::string& content_type,
                                bool slim);
     Status ensure_client();
-    net::Headers auth_headers() const;
+    net::Headers auth_headers(std::string accept = "application/json") const;
 
     std::string m_cluster;
     KubeContext m_context;
