@@ -49,22 +49,47 @@ Result<JobRecord> record_job(Context& ctx, const PlannedTask& planned, const Pla
     return job;
 }
 
-// --pending-timeout, else the task's config.pending_timeout, else the config file's pending_timeout.
-Result<std::optional<std::int64_t>> pending_timeout(Context& ctx, const LaunchFlags& flags,
-                                                    const TaskSpec& spec) {
+// How long a job may wait for resources on one placement before it moves on, by backend.
+struct PendingTimeouts {
+    std::optional<std::int64_t> any;         // --pending-timeout, config.pending_timeout, config.yaml's
+    std::optional<std::int64_t> slurm, k8s;  // SkyPilot's config.<backend>.provision_timeout; -1: none
+    bool from_task_or_flag = false;          // said on --detach (a config-wide default is not)
+
+    std::optional<std::int64_t> for_backend(std::string_view backend) const {
+        const auto& own = backend == to_string(BackendKind::slurm)        ? slurm
+                          : backend == to_string(BackendKind::kubernetes) ? k8s
+                                                                          : any;
+        if (own) {
+            return *own < 0 ? std::nullopt : own;
+        }
+        return any;
+    }
+    bool set() const { return any || slurm.value_or(-1) >= 0 || k8s.value_or(-1) >= 0; }
+};
+
+// --pending-timeout for every backend; else the task's config.<backend>.provision_timeout for that
+// backend, then the task's config.pending_timeout, then the config file's pending_timeout.
+Result<PendingTimeouts> pending_timeouts(Context& ctx, const LaunchFlags& flags, const TaskSpec& spec) {
+    PendingTimeouts t;
     if (flags.pending_timeout) {
         auto seconds = parse_duration_seconds(*flags.pending_timeout);
         if (!seconds) {
             return fail(ErrorKind::usage, "--pending-timeout: " + seconds.error());
         }
-        return std::optional<std::int64_t>(*seconds);
+        t.any = *seconds;
+        t.from_task_or_flag = true;
+        return t;
     }
-    return spec.pending_timeout_seconds ? spec.pending_timeout_seconds : ctx.config().pending_timeout_seconds;
+    t.any = spec.pending_timeout_seconds ? spec.pending_timeout_seconds : ctx.config().pending_timeout_seconds;
+    t.slurm = spec.slurm.provision_timeout_seconds;
+    t.k8s = spec.kubernetes.provision_timeout_seconds;
+    t.from_task_or_flag = spec.pending_timeout_seconds || t.slurm || t.k8s;
+    return t;
 }
 
 // Waits while the job is PENDING, moving it on when it has waited `timeout` for resources; returns once it
 // has left PENDING (started, ended) on whatever placement it has then.
-Result<JobView> wait_while_pending(Context& ctx, Failover& failover, std::int64_t timeout) {
+Result<JobView> wait_while_pending(Context& ctx, Failover& failover, const PendingTimeouts& timeouts) {
     auto delay = std::chrono::milliseconds(500);
     bool told = false;
     for (;;) {
@@ -72,6 +97,11 @@ Result<JobView> wait_while_pending(Context& ctx, Failover& failover, std::int64_
         if (view.record.state != JobState::pending || view.record.remote_id.empty()) {
             return view;
         }
+        const auto limit = timeouts.for_backend(view.record.backend);
+        if (!limit) { // this placement waits for ever; the job stays here
+            return view;
+        }
+        const std::int64_t timeout = *limit;
         if (!told && waiting_for_resources(view.record) && failover.can_move_on()) {
             note(fmt::format("tandem: job {} is pending on {} ({}); moving on after {}", view.record.id,
                              view.record.cluster, view.record.reason.empty() ? "queued" : view.record.reason,
@@ -102,7 +132,7 @@ Result<int> launch(Context& ctx, const LaunchFlags& flags) {
     if (planned->plan.placements.empty()) {
         return tl::unexpected(no_placement_error(*planned));
     }
-    auto timeout = pending_timeout(ctx, flags, planned->spec);
+    auto timeout = pending_timeouts(ctx, flags, planned->spec);
     if (!timeout) {
         return tl::unexpected(timeout.error());
     }
@@ -120,7 +150,7 @@ Result<int> launch(Context& ctx, const LaunchFlags& flags) {
     }
     if (flags.detach) {
         // Said when this launch asked for it; a config-wide default is not worth a line per launch.
-        if (flags.pending_timeout || planned->spec.pending_timeout_seconds) {
+        if (timeout->from_task_or_flag && timeout->set()) {
             note("tandem: the pending timeout applies while launch waits; with --detach nothing moves the "
                  "job");
         }
@@ -130,8 +160,8 @@ Result<int> launch(Context& ctx, const LaunchFlags& flags) {
         return exit_code::ok;
     }
     JobView view;
-    if (*timeout) {
-        auto waited = wait_while_pending(ctx, failover, **timeout);
+    if (timeout->set()) {
+        auto waited = wait_while_pending(ctx, failover, *timeout);
         if (!waited) {
             return tl::unexpected(waited.error());
         }

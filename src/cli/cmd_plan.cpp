@@ -26,6 +26,14 @@ std::string breakdown_text(const Placement& p) {
     return out;
 }
 
+nlohmann::json notes_json(const TaskSpec& spec) {
+    auto out = nlohmann::json::array();
+    for (const auto& n : spec.notes) {
+        out.push_back({{"field", n.field}, {"reason", n.note}});
+    }
+    return out;
+}
+
 Result<int> plan_command(Context& ctx, const PlanFlags& flags) {
     auto planned = plan_task(ctx, flags.spec);
     if (!planned) {
@@ -59,6 +67,7 @@ Result<int> plan_command(Context& ctx, const PlanFlags& flags) {
                      p.placements.empty() ? nlohmann::json(nullptr) : placement_json(p.placements.front())},
                     {"candidates", candidates},
                     {"rejections", rejections},
+                    {"ignored", notes_json(planned->spec)},
                     {"artifact", artifact ? nlohmann::json(*artifact) : nlohmann::json(nullptr)}});
         return p.placements.empty() ? exit_code::bad_input : exit_code::ok;
     }
@@ -71,6 +80,15 @@ Result<int> plan_command(Context& ctx, const PlanFlags& flags) {
         const auto& best = p.placements.front();
         out += fmt::format("\nChosen: {}/{} [{}] score {:g}\n", best.cluster, best.pool, best.option_label,
                            best.score);
+        for (const auto& why : best.ignored) {
+            out += fmt::format("  {}\n", why);
+        }
+    }
+    if (!planned->spec.notes.empty()) {
+        out += "\nIgnored everywhere:\n";
+        for (const auto& n : planned->spec.notes) {
+            out += fmt::format("  {}: {}\n", n.field, n.note);
+        }
     }
     if (!p.placements.empty()) {
         Table candidates({"RANK", "CLUSTER", "POOL", "OPTION", "SCORE", "STARTS NOW", "BREAKDOWN"});

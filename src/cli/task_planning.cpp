@@ -3,6 +3,9 @@
 
 #include "cli/task_planning.hpp"
 
+#include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -31,10 +34,47 @@ void add_spec_flags(CLI::App& command, SpecFlags& flags) {
     command.add_option("-n,--name", flags.overrides.name, "Job name");
 }
 
+namespace {
+
+// SkyPilot's git credentials come from the launching machine's environment: GIT_TOKEN (https) and
+// GIT_SSH_KEY_PATH (a private key file, for ssh URLs). They travel as the job's secrets GIT_TOKEN and
+// GIT_SSH_KEY, unless the task sets those itself.
+Status add_git_credentials(Context& ctx, TaskSpec& spec) {
+    auto has = [&](std::string_view name) {
+        return std::any_of(spec.secrets.begin(), spec.secrets.end(),
+                           [&](const auto& kv) { return kv.first == name; });
+    };
+    const LoadOptions options = ctx.load_options();
+    const auto& getenv = options.getenv;
+    if (auto token = getenv("GIT_TOKEN"); token && !token->empty() && !has("GIT_TOKEN")) {
+        spec.secrets.emplace_back("GIT_TOKEN", *token);
+    }
+    if (auto path = getenv("GIT_SSH_KEY_PATH"); path && !path->empty() && !has("GIT_SSH_KEY")) {
+        std::ifstream in(*path, std::ios::binary);
+        std::ostringstream key;
+        key << in.rdbuf();
+        const std::string text = key.str();
+        if (!in || text.find("PRIVATE KEY") == std::string::npos || text.size() > 64 * 1024) {
+            return fail(ErrorKind::invalid_spec,
+                        fmt::format("GIT_SSH_KEY_PATH={}: not a readable private key file", *path),
+                        "point GIT_SSH_KEY_PATH at the key that may clone the workdir's repository");
+        }
+        spec.secrets.emplace_back("GIT_SSH_KEY", text);
+    }
+    return {};
+}
+
+} // namespace
+
 Result<TaskSpec> load_task(Context& ctx, const SpecFlags& flags) {
     auto loaded = load_spec_file(flags.file, flags.overrides, ctx.load_options());
     if (!loaded.spec) {
         return fail(ErrorKind::invalid_spec, format_diagnostics(loaded.diagnostics));
+    }
+    if (loaded.spec->git_workdir) {
+        if (auto ok = add_git_credentials(ctx, *loaded.spec); !ok) {
+            return tl::unexpected(ok.error());
+        }
     }
     auto unsupported = check_backend_support(*loaded.spec, ctx.configured_kinds());
     if (!unsupported.empty()) {
@@ -190,14 +230,18 @@ nlohmann::json placement_json(const Placement& p) {
     for (const auto& c : p.breakdown) {
         breakdown[c.name] = c.value;
     }
-    return nlohmann::json{{"cluster", p.cluster},
-                          {"backend", std::string(to_string(p.kind))},
-                          {"pool", p.pool},
-                          {"option", p.option_label},
-                          {"tier", p.tier},
-                          {"score", p.score},
-                          {"starts_now", p.starts_now},
-                          {"breakdown", breakdown}};
+    nlohmann::json j{{"cluster", p.cluster},
+                     {"backend", std::string(to_string(p.kind))},
+                     {"pool", p.pool},
+                     {"option", p.option_label},
+                     {"tier", p.tier},
+                     {"score", p.score},
+                     {"starts_now", p.starts_now},
+                     {"breakdown", breakdown}};
+    if (!p.ignored.empty()) {
+        j["ignored"] = p.ignored;
+    }
+    return j;
 }
 
 } // namespace tandem::cli

@@ -13,11 +13,14 @@ namespace tandem {
 
 struct Unsupported {
     std::string field;  // dotted path, e.g. "resources.use_spot"
-    std::string reason; // "not supported on slurm: Slurm has no spot capacity"
+    std::string reason; // "not supported on slurm: Spot instances are not supported in Slurm."
 };
 
 // Every field of `resources` (one option) plus the task-level fields that `kind` cannot honour.
 std::vector<Unsupported> unsupported_fields(const TaskSpec& spec, const Resources& resources,
                                             BackendKind kind);
+
+// The fields `kind` accepts without effect ("ignored on slurm: best needs nothing"), for `plan`.
+std::vector<Unsupported> ignored_fields(const TaskSpec& spec, const Resources& resources, BackendKind kind);
 
 } // namespace tandem

@@ -55,6 +55,10 @@ nlohmann::json to_json(const Pool& p) {
                           {"memory_gb_per_node", p.memory_gb_per_node},
                           {"max_time_minutes", p.max_time_minutes ? nlohmann::json(*p.max_time_minutes)
                                                                   : nlohmann::json(nullptr)},
+                          {"default_time_minutes", p.default_time_minutes
+                                                       ? nlohmann::json(*p.default_time_minutes)
+                                                       : nlohmann::json(nullptr)},
+                          {"is_default", p.is_default},
                           {"mig_profiles", p.mig_profiles},
                           {"time_sliced", p.time_sliced},
                           {"shared_free", p.shared_free},
@@ -77,6 +81,10 @@ std::optional<Pool> pool_from_json(const nlohmann::json& j) {
         if (!j.at("max_time_minutes").is_null()) {
             p.max_time_minutes = j.at("max_time_minutes").get<int>();
         }
+        if (auto d = j.find("default_time_minutes"); d != j.end() && !d->is_null()) {
+            p.default_time_minutes = d->get<int>(); // absent in caches written before it existed
+        }
+        p.is_default = j.value("is_default", false);
         p.mig_profiles = j.at("mig_profiles").get<std::vector<std::string>>();
         p.time_sliced = j.at("time_sliced").get<bool>();
         p.shared_free = j.value("shared_free", 0); // absent in caches written before they existed

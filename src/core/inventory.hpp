@@ -28,6 +28,8 @@ struct Pool {
     int cpus_per_node = 0;
     double memory_gb_per_node = 0;
     std::optional<int> max_time_minutes;   // nullopt: no limit
+    std::optional<int> default_time_minutes; // Slurm's DefaultTime: what a job asking none gets
+    bool is_default = false; // Slurm's default partition: preferred among equal placements, as sbatch would
     std::vector<std::string> mig_profiles; // e.g. "1g.10gb" (Kubernetes MIG "mixed" strategy)
     bool time_sliced = false;              // GPUs shared by time-slicing
     int shared_total = 0; // MIG devices plus time-sliced replicas: what a fractional request takes one of

@@ -71,6 +71,7 @@ struct Candidate {
     const ResourceOption* option = nullptr;
     const Accelerator* accelerator = nullptr; // nullptr: no GPU wanted
     std::array<std::string, 3> unsupported;   // by BackendKind: joined reasons, empty when runnable
+    std::array<std::vector<std::string>, 3> ignored; // by BackendKind: fields accepted without effect
     const std::vector<BackendKind>* preference = nullptr;
 };
 
@@ -89,6 +90,9 @@ std::vector<Candidate> make_candidates(const TaskSpec& spec, const std::vector<R
             std::string& joined = c.unsupported[static_cast<std::size_t>(kind)];
             for (const auto& u : unsupported_fields(spec, option.resources, kind)) {
                 joined += joined.empty() ? u.reason : "; " + u.reason;
+            }
+            for (const auto& u : ignored_fields(spec, option.resources, kind)) {
+                c.ignored[static_cast<std::size_t>(kind)].push_back(u.field + ": " + u.reason);
             }
         }
         const bool fractional = c.accelerator != nullptr && c.accelerator->fractional();
@@ -195,6 +199,10 @@ std::string pool_mismatch(const Candidate& c, const TaskSpec& spec, BackendKind 
         if (spec.slurm.partition && *spec.slurm.partition != pool.name) {
             return fmt::format("config.slurm.partition is {}", *spec.slurm.partition);
         }
+        if (!spec.slurm.partition && spec.slurm.cpu_partition && c.accelerator == nullptr &&
+            *spec.slurm.cpu_partition != pool.name) {
+            return fmt::format("config.slurm.cpu_partition is {}", *spec.slurm.cpu_partition);
+        }
         if (!time.error.empty()) {
             return time.error;
         }
@@ -260,6 +268,7 @@ Placement place(const Candidate& c, const TaskSpec& spec, const ClusterInventory
     p.option_label = c.option->label;
     p.tier = c.option->tier;
     p.starts_now = can_start_now(c.accelerator, pool, cluster.kind, spec.num_nodes);
+    p.default_pool = pool.is_default;
     const double headroom =
         p.starts_now ? 0 : k_headroom_bonus * std::clamp(free_share(c.accelerator, pool), 0.0, 1.0);
     p.breakdown = {
@@ -271,6 +280,7 @@ Placement place(const Candidate& c, const TaskSpec& spec, const ClusterInventory
     for (const auto& part : p.breakdown) {
         p.score += part.value;
     }
+    p.ignored = c.ignored[static_cast<std::size_t>(cluster.kind)];
     return p;
 }
 
@@ -284,6 +294,9 @@ void rank(std::vector<Placement>& placements) {
         }
         if (a.cluster != b.cluster) {
             return a.cluster < b.cluster;
+        }
+        if (a.default_pool != b.default_pool) { // where a plain sbatch would go
+            return a.default_pool;
         }
         if (a.pool != b.pool) {
             return a.pool < b.pool;
@@ -311,6 +324,9 @@ Plan plan(const TaskSpec& spec, const Inventory& inventory, const PlannerPolicy&
             continue;
         }
         for (const auto& c : candidates) {
+            if (!c.option->resources.cloud_only.empty()) {
+                continue; // one rejection for the option below, not one per cluster
+            }
             if (auto why = cluster_mismatch(c, cluster); !why.empty()) {
                 out.rejections.push_back({cluster.name, {}, c.option->label, std::move(why)});
                 continue;
@@ -322,6 +338,16 @@ Plan plan(const TaskSpec& spec, const Inventory& inventory, const PlannerPolicy&
                 }
                 out.placements.push_back(place(c, spec, cluster, pool));
             }
+        }
+    }
+    // An `any_of`/`ordered` alternative that needs a cloud: one row, whatever the clusters.
+    for (const auto& c : candidates) {
+        if (const auto& cloud = c.option->resources.cloud_only; !cloud.empty()) {
+            std::string why;
+            for (const auto& [field, reason] : cloud) {
+                why += (why.empty() ? "" : "; ") + reason;
+            }
+            out.rejections.push_back({"-", {}, c.option->label, std::move(why)});
         }
     }
     rank(out.placements);

@@ -34,6 +34,8 @@ struct Placement {
     double score = 0;
     std::vector<ScoreComponent> breakdown;
     bool starts_now = false;
+    bool default_pool = false; // the cluster's default (Slurm partition): wins a tie
+    std::vector<std::string> ignored; // "resources.disk_tier: ignored on slurm: best needs nothing"
 };
 
 struct Rejection {

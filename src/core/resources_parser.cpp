@@ -10,18 +10,62 @@
 #include <fmt/format.h>
 
 #include "core/quantity.hpp"
+#include "core/value_checks.hpp"
 
 namespace tandem::detail {
 
 namespace {
 
-const std::vector<std::string_view> k_resource_keys{
-    "infra",  "accelerators", "cpus",   "memory",  "disk_size", "image_id", "ports",
-    "labels", "use_spot",     "any_of", "ordered", "cloud",     "region"};
-// SkyPilot fields that only make sense for cloud VMs: known, so they get a precise message.
-const std::vector<std::string_view> k_cloud_only_keys{
-    "zone",          "instance_type",    "disk_tier", "network_tier", "job_recovery",
-    "spot_recovery", "accelerator_args", "autostop",  "priority"};
+// Fields kept as hints (see Resources::hints), judged per backend in backend_support.cpp.
+const std::vector<std::string_view> k_hint_keys{"disk_tier", "network_tier", "autostop",        "local_disk",
+                                                "job_recovery", "max_hourly_cost", "priority", "priority_class"};
+
+// The fields that say where a set runs: an alternative that sets one replaces all of the base's.
+const std::vector<std::string_view> k_pin_keys{"infra", "cloud", "region", "zone"};
+
+bool contains(const std::vector<std::string_view>& list, std::string_view key) {
+    return std::find(list.begin(), list.end(), key) != list.end();
+}
+
+// SkyPilot's virtual instance types on Slurm and Kubernetes: "4CPU--16GB" or "4CPU--16GB--H100:1".
+struct VirtualInstance {
+    double cpus = 0;
+    double memory_gb = 0;
+    std::optional<Accelerator> accelerator;
+};
+
+std::optional<VirtualInstance> parse_virtual_instance(std::string_view text) {
+    auto number_before = [](std::string_view part, std::string_view unit) -> std::optional<double> {
+        if (!part.ends_with(unit)) {
+            return std::nullopt;
+        }
+        part.remove_suffix(unit.size());
+        auto n = parse_accelerator_count(part);
+        return n ? std::optional<double>(*n) : std::nullopt;
+    };
+    const auto first = text.find("--");
+    if (first == std::string_view::npos) {
+        return std::nullopt;
+    }
+    VirtualInstance out;
+    auto cpus = number_before(text.substr(0, first), "CPU");
+    std::string_view rest = text.substr(first + 2);
+    const auto second = rest.find("--");
+    auto memory = number_before(rest.substr(0, second), "GB");
+    if (!cpus || !memory) {
+        return std::nullopt;
+    }
+    out.cpus = *cpus;
+    out.memory_gb = *memory;
+    if (second != std::string_view::npos) {
+        auto acc = parse_accelerator(rest.substr(second + 2));
+        if (!acc) {
+            return std::nullopt;
+        }
+        out.accelerator = *acc;
+    }
+    return out;
+}
 
 class ResourcesParser {
 public:
@@ -52,6 +96,7 @@ public:
             return;
         }
         if (!any_of && !ordered) {
+            refuse_cloud_only(m_spec.resources, "resources");
             return;
         }
         const YAML::Node& alts = any_of ? *any_of : *ordered;
@@ -61,6 +106,7 @@ public:
             return;
         }
         m_spec.alternatives_ordered = !any_of;
+        bool runnable = false;
         for (std::size_t i = 0; i < alts.size(); ++i) {
             const std::string path = fmt::format("{}[{}]", name, i);
             if (!alts[i].IsMap()) {
@@ -70,12 +116,29 @@ public:
             Resources merged = m_spec.resources;
             Resources alt = resources(alts[i], path, false);
             overlay(merged, alt);
+            runnable = runnable || merged.cloud_only.empty();
             m_spec.alternatives.push_back(std::move(merged));
+        }
+        // An alternative that needs a cloud is a rejection in `plan`; only when none is left is the task
+        // refused, with each alternative's reason.
+        if (!runnable) {
+            for (std::size_t i = 0; i < m_spec.alternatives.size(); ++i) {
+                refuse_cloud_only(m_spec.alternatives[i], fmt::format("{}[{}]", name, i));
+            }
         }
     }
 
 private:
-    // Fields set in `alt` replace those of the base, as in SkyPilot.
+    void refuse_cloud_only(const Resources& r, const std::string& path) {
+        for (const auto& [field, reason] : r.cloud_only) {
+            // A base field inherited by an alternative is written at the base.
+            const bool own = m_spec.locations.count(join_path(path, field)) > 0;
+            const std::string written = join_path(own ? path : "resources", field);
+            m_w.error_at(m_spec.location_of(written), written, reason);
+        }
+    }
+
+    // Fields set in `alt` replace those of the base, as in SkyPilot (labels are merged).
     static void overlay(Resources& base, const Resources& alt) {
         auto has = [&](const char* f) {
             return std::any_of(alt.locations.begin(), alt.locations.end(), [&](const auto& kv) {
@@ -83,10 +146,16 @@ private:
                        kv.first.compare(kv.first.size() - std::strlen(f), std::strlen(f), f) == 0;
             });
         };
+        if (has(".infra") || has(".cloud")) { // a new place: the base's place no longer applies
+            base.infra.reset();
+            for (auto key : k_pin_keys) {
+                base.cloud_only.erase(std::string(key));
+            }
+        }
         if (alt.infra) {
             base.infra = alt.infra;
         }
-        if (has(".accelerators")) {
+        if (has(".accelerators") || has(".gpus")) {
             base.accelerators = alt.accelerators;
             base.accelerators_ordered = alt.accelerators_ordered;
         }
@@ -105,11 +174,17 @@ private:
         if (has(".ports")) {
             base.ports = alt.ports;
         }
-        if (has(".labels")) {
-            base.labels = alt.labels;
+        for (const auto& [k, v] : alt.labels) {
+            base.labels[k] = v;
         }
         if (alt.use_spot) {
             base.use_spot = alt.use_spot;
+        }
+        for (const auto& [k, v] : alt.hints) {
+            base.hints[k] = v;
+        }
+        for (const auto& [k, v] : alt.cloud_only) {
+            base.cloud_only[k] = v;
         }
         for (const auto& [k, v] : alt.locations) {
             base.locations[k] = v;
@@ -118,18 +193,12 @@ private:
 
     Resources resources(const YAML::Node& node, const std::string& path, bool top_level) {
         Resources r;
-        std::optional<std::string> cloud;
-        std::optional<std::string> region;
-        YAML::Node cloud_node;
-        YAML::Node region_node;
+        Place place;
+        std::optional<std::string> instance_type;
         for (const auto& [key, value] : m_w.entries(node, path)) {
             const std::string& k = key.Scalar();
             const std::string field = join_path(path, k);
-            if (std::find(k_cloud_only_keys.begin(), k_cloud_only_keys.end(), k) != k_cloud_only_keys.end()) {
-                m_w.error(key, field, "is a cloud-only field; not supported on slurm, k8s or local");
-                continue;
-            }
-            if (!m_w.known_key(key, path, k_resource_keys)) {
+            if (!m_w.admit(key, "resources", path, m_spec.notes)) {
                 continue;
             }
             if ((k == "any_of" || k == "ordered")) {
@@ -141,20 +210,22 @@ private:
             r.locations[field] = m_w.loc(key);
             m_spec.locations[field] = m_w.loc(key);
             if (k == "infra") {
-                if (auto pin = m_w.parsed<InfraPin>(value, field, parse_infra)) {
-                    r.infra = *pin;
+                infra(value, field, r);
+            } else if (k == "accelerators" || k == "gpus") {
+                if (r.locations.count(join_path(path, k == "gpus" ? "accelerators" : "gpus"))) {
+                    m_w.error(key, field, "cannot be given with both accelerators and gpus; use one");
                 }
-            } else if (k == "accelerators") {
                 accelerators(value, field, r);
             } else if (k == "cpus") {
                 r.cpus = m_w.parsed<Quantity>(value, field, parse_cpus);
             } else if (k == "memory") {
                 r.memory_gb = m_w.parsed<Quantity>(value, field, parse_memory_gb);
-            } else if (k == "disk_size") {
+            } else if (k == "disk_size" || k == "ephemeral_storage") {
                 r.disk_size_gb = m_w.parsed<double>(value, field, parse_disk_gb);
             } else if (k == "image_id") {
                 if (value.IsMap()) {
-                    m_w.error(value, field, "per-region image ids are cloud-only; give one image");
+                    r.cloud_only["image_id"] =
+                        "per-region image ids are cloud-only; give one image (a container image on k8s)";
                 } else {
                     r.image_id = m_w.scalar(value, field);
                 }
@@ -164,41 +235,135 @@ private:
                 labels(value, field, r);
             } else if (k == "use_spot") {
                 r.use_spot = m_w.boolean(value, field);
-            } else if (k == "cloud") {
-                cloud = m_w.scalar(value, field);
-                cloud_node = value;
-            } else if (k == "region") {
-                region = m_w.scalar(value, field);
-                region_node = value;
+            } else if (k == "cloud" || k == "region" || k == "zone") {
+                if (auto v = m_w.scalar(value, field)) {
+                    place.set(k, *v, value);
+                }
+            } else if (k == "instance_type") {
+                instance_type = m_w.scalar(value, field);
+            } else if (contains(k_hint_keys, k) || k == "spot_recovery") {
+                if (auto j = m_w.to_json(value, field)) {
+                    r.hints[k == "spot_recovery" ? "job_recovery" : k] = std::move(*j);
+                }
             }
         }
-        legacy_cloud(r, path, cloud, region, cloud_node, region_node);
+        legacy_cloud(r, path, place);
+        if (instance_type) {
+            virtual_instance(r, *instance_type);
+        }
         return r;
     }
 
-    // Older SkyPilot files say `cloud: kubernetes` (+ `region: CONTEXT`) where newer ones say `infra`.
-    void legacy_cloud(Resources& r, const std::string& path, const std::optional<std::string>& cloud,
-                      const std::optional<std::string>& region, const YAML::Node& cloud_node,
-                      const YAML::Node& region_node) {
-        if (!cloud) {
-            if (region) {
-                m_w.error(region_node, path + ".region",
-                          "is cloud-only; use infra: k8s/CONTEXT or slurm/CLUSTER");
+    // `infra: aws/us-east-1` names a cloud: this set cannot run here (a rejection, not a parse error).
+    void infra(const YAML::Node& value, const std::string& field, Resources& r) {
+        auto text = m_w.scalar(value, field);
+        if (!text || *text == "*") { // `*`: any infra
+            return;
+        }
+        auto pin = parse_infra(*text);
+        if (pin) {
+            r.infra = *pin;
+            return;
+        }
+        const std::string head = text->substr(0, text->find('/'));
+        if (is_cloud_name(head) || head == "*") {
+            r.cloud_only["infra"] = fmt::format(
+                "infra '{}' names a cloud; tandem runs on k8s[/CONTEXT], slurm[/CLUSTER[/PARTITION]] or local",
+                *text);
+            return;
+        }
+        m_w.error(value, field, pin.error());
+    }
+
+    // `cloud:`, `region:`, `zone:` as written.
+    struct Place {
+        std::optional<std::string> cloud, region, zone;
+        YAML::Node cloud_node, region_node, zone_node;
+        void set(const std::string& key, std::string value, const YAML::Node& node) {
+            if (key == "cloud") {
+                cloud = std::move(value);
+                cloud_node = node;
+            } else if (key == "region") {
+                region = std::move(value);
+                region_node = node;
+            } else {
+                zone = std::move(value);
+                zone_node = node;
+            }
+        }
+    };
+
+    // Older SkyPilot files say `cloud: kubernetes` (+ `region: CONTEXT`) or `cloud: slurm` (+ `region:
+    // CLUSTER`, `zone: PARTITION`) where newer ones say `infra`. A cloud, or a region without one, needs a
+    // cloud VM: this set cannot run here.
+    void legacy_cloud(Resources& r, const std::string& path, const Place& place) {
+        if (!place.cloud) {
+            if (place.region || place.zone) {
+                const char* field = place.region ? "region" : "zone";
+                r.cloud_only[field] = fmt::format(
+                    "{} without cloud names a cloud {}; use infra: k8s/CONTEXT or slurm/CLUSTER[/PARTITION]",
+                    field, field);
             }
             return;
         }
-        std::string text = *cloud + (region ? "/" + *region : "");
+        if (is_cloud_name(*place.cloud)) {
+            r.cloud_only["cloud"] = fmt::format(
+                "cloud '{}' names a cloud; tandem runs on k8s, slurm or local", *place.cloud);
+            return;
+        }
+        auto kind = parse_infra(*place.cloud);
+        if (!kind || !kind->cluster.empty()) {
+            m_w.error(place.cloud_node, path + ".cloud",
+                      fmt::format("cloud '{}' is not supported; use infra: k8s, slurm or local", *place.cloud));
+            return;
+        }
+        if (place.zone && kind->kind != "slurm") {
+            // SkyPilot's own words for Kubernetes.
+            m_w.error(place.zone_node, path + ".zone",
+                      kind->kind == "k8s" ? "Kubernetes does not support setting zone; the cluster is the "
+                                            "kubeconfig context (region)"
+                                          : "local takes no zone");
+            return;
+        }
+        if (place.zone && !place.region) {
+            m_w.error(place.zone_node, path + ".zone",
+                      "cannot specify partition (zone) without specifying cluster (region) for Slurm");
+            return;
+        }
+        std::string text = *place.cloud + (place.region ? "/" + *place.region : "") +
+                           (place.zone ? "/" + *place.zone : "");
         auto pin = parse_infra(text);
         if (!pin) {
-            m_w.error(cloud_node, path + ".cloud",
-                      fmt::format("cloud '{}' is not supported; use infra: k8s, slurm or local", *cloud));
+            m_w.error(place.region ? place.region_node : place.cloud_node, path + ".region", pin.error());
             return;
         }
         if (r.infra) {
-            m_w.error(cloud_node, path + ".cloud", "cannot be combined with infra; use infra");
+            m_w.error(place.cloud_node, path + ".cloud", "cannot be combined with infra; use infra");
             return;
         }
         r.infra = *pin;
+    }
+
+    // A virtual instance type fills cpus, memory and accelerators the set does not give itself; any other
+    // instance type is a cloud's.
+    static void virtual_instance(Resources& r, const std::string& text) {
+        auto v = parse_virtual_instance(text);
+        if (!v) {
+            r.cloud_only["instance_type"] = fmt::format(
+                "instance_type '{}' is a cloud instance type; on slurm and k8s only SkyPilot's virtual "
+                "types (4CPU--16GB, 8CPU--32GB--H100:1) mean something; or give cpus, memory, accelerators",
+                text);
+            return;
+        }
+        if (!r.cpus) {
+            r.cpus = Quantity{v->cpus, false};
+        }
+        if (!r.memory_gb) {
+            r.memory_gb = Quantity{v->memory_gb, false};
+        }
+        if (v->accelerator && r.accelerators.empty()) {
+            r.accelerators = {*v->accelerator};
+        }
     }
 
     void accelerators(const YAML::Node& node, const std::string& path, Resources& r) {
@@ -250,8 +415,14 @@ private:
             m_w.error(key, path, acc.error());
             return;
         }
+        // `{A100-80GB:4, H100:8}` and `{'A100:1', 'V100:1'}`: YAML reads keys with null values, which
+        // SkyPilot takes as NAME:COUNT each.
         if (key.Scalar().find(':') != std::string::npos) {
-            m_w.error(key, path, "write {NAME: COUNT}, not {NAME:COUNT: ...}");
+            if (!value.IsNull()) {
+                m_w.error(key, path, "write {NAME: COUNT} or {NAME:COUNT}, not {NAME:COUNT: ...}");
+                return;
+            }
+            r.accelerators.push_back(*acc);
             return;
         }
         if (!value.IsNull()) {

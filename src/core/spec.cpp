@@ -87,6 +87,8 @@ nlohmann::json to_redacted_json(const TaskSpec& spec) {
     j["name"] = spec.name;
     if (spec.workdir) {
         j["workdir"] = *spec.workdir;
+    } else if (spec.git_workdir) {
+        j["workdir"] = {{"url", spec.git_workdir->url}, {"ref", spec.git_workdir->ref}};
     }
     j["num_nodes"] = spec.num_nodes;
     j["resources"] = resources_json(spec.resources);

@@ -2,6 +2,7 @@
 // The task spec: a SkyPilot-compatible task YAML, parsed and validated. Every value remembers where it
 // came from (file:line:col) so that later checks (backend support, planner) can point at the user's text.
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -49,18 +50,50 @@ struct Resources {
     std::vector<std::string> ports;
     std::map<std::string, std::string> labels;
     std::optional<bool> use_spot;
+    // SkyPilot fields tandem does not model but judges per backend (backend_support.cpp): disk_tier,
+    // network_tier, autostop, local_disk, job_recovery, max_hourly_cost, priority, priority_class. Keyed
+    // by the field's name, as written (JSON).
+    std::map<std::string, nlohmann::json> hints;
+    // Why no tandem backend can run this set (a cloud pinned, a cloud-only field): dotted field path ->
+    // reason. An `any_of`/`ordered` entry with one is a rejection in `plan`; the task is refused only
+    // when every option has one.
+    std::map<std::string, std::string> cloud_only;
     // Where each field was written, keyed by its dotted path ("resources.accelerators").
     std::map<std::string, SourceLoc> locations;
 };
 
 struct SlurmSettings {
     std::optional<std::string> partition, account, qos, constraint, time;
+    std::optional<std::string> cpu_partition; // SkyPilot's: the partition for tasks without GPUs
+    // SkyPilot's sbatch_options: extra `#SBATCH --NAME=VALUE` lines (VALUE empty: a bare flag).
+    std::vector<std::pair<std::string, std::string>> sbatch_options;
+    std::optional<std::int64_t> provision_timeout_seconds; // the pending timeout on Slurm; -1: none
 };
 
 struct KubernetesSettings {
     std::optional<std::string> namespace_name, queue;
     std::optional<int> backoff_limit; // the Job's retries of a failed pod (default 0)
     nlohmann::json pod_config;        // null when absent
+    std::optional<std::int64_t> provision_timeout_seconds; // the pending timeout on Kubernetes; -1: none
+    // remote_identity: a ServiceAccount name, or {context: name}. SkyPilot's LOCAL_CREDENTIALS,
+    // SERVICE_ACCOUNT and NO_UPLOAD mean the namespace's default ServiceAccount here (tandem uploads no
+    // credentials and needs no rights inside the pod). null when absent.
+    nlohmann::json remote_identity;
+    nlohmann::json custom_metadata;               // {labels: {}, annotations: {}}; null when absent
+    std::optional<double> pod_resource_limits;    // set_pod_resource_limits: limits = requests x this
+};
+
+// `workdir: {url, ref}`: cloned where the job runs, before setup, on every node.
+struct GitWorkdir {
+    std::string url;
+    std::string ref; // branch, tag or commit; empty: the default branch
+};
+
+// A field tandem accepts but that has no effect here; `plan` lists these.
+struct SpecNote {
+    std::string field;
+    SourceLoc loc;
+    std::string note;
 };
 
 // One concrete way to run the task: a resource set with a single accelerator choice. Options in a lower
@@ -75,6 +108,7 @@ struct TaskSpec {
     std::string source_file; // for messages
     std::string name;
     std::optional<std::string> workdir; // resolved to an absolute path
+    std::optional<GitWorkdir> git_workdir; // instead of a local workdir
     int num_nodes = 1;
     Resources resources;                 // the top-level `resources` (base for any_of/ordered)
     std::vector<Resources> alternatives; // any_of / ordered entries, merged over the base
@@ -90,6 +124,7 @@ struct TaskSpec {
     // candidate (launch --pending-timeout overrides it).
     std::optional<std::int64_t> pending_timeout_seconds;
     std::map<std::string, SourceLoc> locations; // dotted path -> where it was written
+    std::vector<SpecNote> notes;                 // accepted fields without effect anywhere
 
     // The concrete options the planner chooses among, in preference order.
     std::vector<ResourceOption> options() const;

@@ -19,6 +19,9 @@ std::vector<Diagnostic> check_backend_support(const TaskSpec& spec, const std::v
     // field -> one reason per kind (a field may be unsupported by one option's kind and not another's)
     std::map<std::string, std::map<BackendKind, std::string>> reasons;
     for (const auto& option : spec.options()) {
+        if (!option.resources.cloud_only.empty()) {
+            continue; // needs a cloud: a rejection in `plan`, refused at load when nothing else is left
+        }
         for (auto kind : kinds) {
             auto unsupported = unsupported_fields(spec, option.resources, kind);
             if (unsupported.empty()) {

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "core/skypilot_keys.hpp"
+
 namespace tandem::detail {
 
 namespace {
@@ -56,6 +58,10 @@ void YamlWalker::error(const YAML::Node& node, const std::string& path, std::str
     m_diags.push_back(Diagnostic{loc(node), path, std::move(message)});
 }
 
+void YamlWalker::error_at(const SourceLoc& where, const std::string& path, std::string message) {
+    m_diags.push_back(Diagnostic{where, path, std::move(message)});
+}
+
 std::vector<std::pair<YAML::Node, YAML::Node>> YamlWalker::entries(const YAML::Node& map,
                                                                    const std::string& path) {
     std::vector<std::pair<YAML::Node, YAML::Node>> out;
@@ -85,6 +91,30 @@ bool YamlWalker::known_key(const YAML::Node& key, const std::string& path,
         message += fmt::format(" (did you mean '{}'?)", *near);
     }
     error(key, join_path(path, name), message);
+    return false;
+}
+
+bool YamlWalker::admit(const YAML::Node& key, std::string_view section, const std::string& path,
+                       std::vector<SpecNote>& notes) {
+    const std::string& name = key.Scalar();
+    const SkyKey* row = find_sky_key(section, name);
+    if (row == nullptr) {
+        return known_key(key, path, sky_keys_of(section));
+    }
+    switch (row->use) {
+    case KeyUse::handled:
+        return true;
+    case KeyUse::ignored:
+        notes.push_back(SpecNote{join_path(path, name), loc(key), std::string(row->note)});
+        return false;
+    case KeyUse::internal:
+        return false;
+    case KeyUse::cloud_only:
+    case KeyUse::not_yet:
+    case KeyUse::global_only:
+        break;
+    }
+    error(key, join_path(path, name), refusal_message(*row));
     return false;
 }
 

@@ -29,6 +29,7 @@ public:
     SourceLoc loc(const YAML::Mark& mark) const;
 
     void error(const YAML::Node& node, const std::string& path, std::string message);
+    void error_at(const SourceLoc& where, const std::string& path, std::string message);
 
     // The entries of a mapping, with duplicate keys and non-scalar keys reported.
     std::vector<std::pair<YAML::Node, YAML::Node>> entries(const YAML::Node& map, const std::string& path);
@@ -36,6 +37,13 @@ public:
     // Reports an unknown key with "did you mean" and returns false.
     bool known_key(const YAML::Node& key, const std::string& path,
                    const std::vector<std::string_view>& known);
+
+    // Looks `key` up in SkyPilot's key table (skypilot_keys.hpp) under `section`: true when the caller
+    // reads it. Otherwise it is dealt with here and false comes back: a refused key is an error, an
+    // ignored one a note for `plan`, an internal one nothing, an unknown one "unknown field" with
+    // "did you mean". `path` is where the key sits ("resources.any_of[1]").
+    bool admit(const YAML::Node& key, std::string_view section, const std::string& path,
+               std::vector<SpecNote>& notes);
 
     std::optional<std::string> scalar(const YAML::Node& node, const std::string& path,
                                       bool allow_null = false);

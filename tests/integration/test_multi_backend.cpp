@@ -309,6 +309,18 @@ TEST_CASE("a job pending past its timeout on Slurm is cancelled there and runs o
     const auto state = slurm_state(slurm_id);
     CHECK((state == "CANCELLED" || state.empty()));
 
+    // SkyPilot's config.slurm.provision_timeout is the pending timeout on Slurm (-1 on Kubernetes: wait).
+    const auto sky = lab.task("sky", "name: sky\nresources:\n  ordered:\n"
+                                     "    - {infra: slurm/lab/gpu, accelerators: " +
+                                         k_h100 + "}\n    - {infra: k8s, accelerators: " + k_h100 +
+                                         "}\nconfig:\n  slurm: {provision_timeout: 4}\n"
+                                         "  kubernetes: {provision_timeout: -1}\nrun: echo moved-by-provision\n");
+    auto moved = lab.tandem({"launch", "--wait", sky}, 180s);
+    INFO(moved);
+    CHECK(moved.exit_code == 0);
+    CHECK(contains(moved.err, "cancelled there; trying k8s/"));
+    CHECK(lab.job(id + 1)["cluster"] == "k8s");
+
     // The same timeout from the task's own config, with nowhere to go: it keeps waiting on Slurm.
     const auto stay =
         lab.task("stay", "name: stay\nresources: {infra: slurm/lab/gpu, accelerators: " + k_h100 +

@@ -11,11 +11,11 @@ runner_role() {
     apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role",
     metadata: {name: "tandem-runner", namespace: $ns},
     rules: [
-      {apiGroups: ["batch"], resources: ["jobs"], verbs: ["get", "list", "watch", "create", "delete", "patch", "update"]},
+      {apiGroups: ["batch"], resources: ["jobs"], verbs: ["get", "list", "watch", "create", "delete"]},
       {apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "watch", "delete"]},
       {apiGroups: [""], resources: ["pods/log"], verbs: ["get"]},
       {apiGroups: [""], resources: ["events"], verbs: ["get", "list", "watch"]},
-      {apiGroups: [""], resources: ["services", "secrets", "configmaps"], verbs: ["get", "list", "watch", "create", "delete", "patch", "update"]}
+      {apiGroups: [""], resources: ["services", "secrets", "configmaps"], verbs: ["get", "list", "watch", "create", "delete"]}
     ]}'
 }
 

@@ -1,5 +1,6 @@
 #include "backends/k8s/k8s_backend.hpp"
 
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -221,6 +222,12 @@ Result<JobPlan> K8sBackend::job_plan(const TaskSpec& spec, const Placement& plac
     }
     if (resources.memory_gb) {
         plan.memory_gb = resources.memory_gb->value;
+        plan.memory_exact = !resources.memory_gb->at_least;
+    }
+    plan.limits_factor = spec.kubernetes.pod_resource_limits;
+    plan.service_account = service_account_for(spec.kubernetes.remote_identity, m_api.context().name);
+    if (auto pc = resources.hints.find("priority_class"); pc != resources.hints.end() && pc->second.is_string()) {
+        plan.priority_class = pc->second.get<std::string>();
     }
     return plan;
 }
@@ -317,26 +324,29 @@ Result<std::string> K8sBackend::submit(const TaskSpec& spec, const Placement& pl
             return tl::unexpected(refusal(e));
         }
     }
-    if (manifests->secret) {
-        if (auto ok = create(core_path(ns, "secrets"), *manifests->secret, plan->submit_token, nullptr);
-            !ok) {
-            return tl::unexpected(ok.error());
-        }
-    }
+    // Jobs first, then the Service and the Secret, each created already owned by the (first) Job: deleting
+    // it, by cancel or by its TTL, lets the garbage collector remove them too, and no PATCH is needed (a
+    // user's Role may grant only get, list, watch, create and delete). A pod that starts before its
+    // Secret exists waits for it (CreateContainerConfigError, retried by the kubelet).
     json owner;
+    std::vector<std::string> created_jobs;
+    auto take_back = [&]() {
+        const json background = {
+            {"kind", "DeleteOptions"}, {"apiVersion", "v1"}, {"propagationPolicy", "Background"}};
+        for (const auto& name : created_jobs) {
+            (void)m_api.call("DELETE", jobs_path(ns) + "/" + name, background, {404}, true);
+        }
+    };
     for (const auto& job : manifests->jobs) {
         json created;
         if (auto ok = create(jobs_path(ns), job, plan->submit_token, &created); !ok) {
             if (owner.is_null() && declined(ok.error())) {
-                // Nothing of this job runs: take the Secret back, and let launch try the next cluster.
-                if (manifests->secret) {
-                    (void)m_api.call("DELETE", core_path(ns, "secrets") + "/" + plan->base_name + "-secrets",
-                                     nullptr, {404}, true);
-                }
+                // Nothing of this job runs: let launch try the next cluster.
                 return tl::unexpected(refusal(ok.error()));
             }
             return tl::unexpected(ok.error());
         }
+        created_jobs.push_back(created["metadata"].value("name", ""));
         if (owner.is_null()) {
             owner = {{"apiVersion", "batch/v1"},
                      {"kind", "Job"},
@@ -344,21 +354,18 @@ Result<std::string> K8sBackend::submit(const TaskSpec& spec, const Placement& pl
                      {"uid", created["metadata"].value("uid", "")}};
         }
     }
-    // The Service and the Secret belong to the (first) Job: deleting it, by cancel or by its TTL, lets the
-    // garbage collector remove them too.
-    if (manifests->service) {
-        json service = *manifests->service;
-        service["metadata"]["ownerReferences"] = json::array({owner});
-        if (auto ok = create(core_path(ns, "services"), service, plan->submit_token, nullptr); !ok) {
-            return tl::unexpected(ok.error());
+    for (const auto& [object, collection] : {std::pair{&manifests->service, "services"},
+                                             std::pair{&manifests->secret, "secrets"}}) {
+        if (!*object) {
+            continue;
         }
-    }
-    if (manifests->secret) {
-        json patch = {{"metadata", {{"ownerReferences", json::array({owner})}}}};
-        auto patched = m_api.call("PATCH", core_path(ns, "secrets") + "/" + plan->base_name + "-secrets",
-                                  patch, {}, true, "application/merge-patch+json");
-        if (!patched) {
-            return tl::unexpected(patched.error());
+        json owned = **object;
+        owned["metadata"]["ownerReferences"] = json::array({owner});
+        if (auto ok = create(core_path(ns, collection), owned, plan->submit_token, nullptr); !ok) {
+            // The Jobs could not run as asked (their ranks' names or their secrets are missing): take
+            // them back, and let launch try the next cluster when the cluster refused on the merits.
+            take_back();
+            return tl::unexpected(declined(ok.error()) ? refusal(ok.error()) : ok.error());
         }
     }
     return ns + "/" + plan->base_name;
@@ -428,32 +435,36 @@ Result<std::vector<JobUpdate>> K8sBackend::refresh(const std::vector<JobRecord>&
     return updates;
 }
 
+// Every object of the job, listed and then deleted by name: a user's Role usually grants get, list,
+// watch, create and delete, not deletecollection, so a DELETE on a collection would be refused (and
+// Services have no delete-collection before 1.23 anyway). A 404 means someone else got there first.
 Status K8sBackend::cancel(const JobRecord& job) {
     const auto [ns, base] = split_remote_id(job.remote_id, m_settings.namespace_name);
     const std::string selector = "?labelSelector=" + query_escape(job_selector(base));
-    const json background = {
-        {"kind", "DeleteOptions"}, {"apiVersion", "v1"}, {"propagationPolicy", "Background"}};
     // Background: the Job goes now and the garbage collector deletes its pods (batch/v1's default would
     // orphan them, and they would keep running).
-    auto jobs = m_api.call("DELETE", jobs_path(ns) + selector, background);
-    if (!jobs) {
-        return tl::unexpected(jobs.error());
-    }
-    // Services have no delete-collection before 1.23: one DELETE each.
-    auto services = m_api.call("GET", core_path(ns, "services") + selector);
-    if (!services) {
-        return tl::unexpected(services.error());
-    }
-    for (const auto& s : services->body.value("items", json::array())) {
-        auto gone = m_api.call("DELETE", core_path(ns, "services") + "/" + s["metadata"].value("name", ""),
-                               {}, {404});
-        if (!gone) {
-            return tl::unexpected(gone.error());
+    const json background = {
+        {"kind", "DeleteOptions"}, {"apiVersion", "v1"}, {"propagationPolicy", "Background"}};
+    const std::array<std::pair<std::string, json>, 3> kinds{{
+        {jobs_path(ns), background}, // Jobs first: nothing of the job runs on after this
+        {core_path(ns, "services"), json()},
+        {core_path(ns, "secrets"), json()},
+    }};
+    for (const auto& [collection, options] : kinds) {
+        auto listed = m_api.call("GET", collection + selector);
+        if (!listed) {
+            return tl::unexpected(listed.error());
         }
-    }
-    auto secrets = m_api.call("DELETE", core_path(ns, "secrets") + selector, {}, {404});
-    if (!secrets) {
-        return tl::unexpected(secrets.error());
+        for (const auto& item : listed->body.value("items", json::array())) {
+            const std::string name = item.value("metadata", json::object()).value("name", "");
+            if (name.empty()) {
+                continue;
+            }
+            auto gone = m_api.call("DELETE", collection + "/" + query_escape(name), options, {404});
+            if (!gone) {
+                return tl::unexpected(gone.error());
+            }
+        }
     }
     return {};
 }

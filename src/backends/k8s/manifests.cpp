@@ -13,6 +13,7 @@
 
 #include "backends/k8s/labels.hpp"
 #include "backends/k8s/node_inventory.hpp"
+#include "core/git_checkout.hpp"
 
 namespace tandem::k8s {
 
@@ -25,6 +26,20 @@ constexpr std::string_view k_node_program = R"(rc=0
 if [ -n "$1" ]; then /bin/bash -c "$1" tandem-setup; rc=$?; fi
 if [ "$rc" -eq 0 ] && [ -n "$2" ]; then /bin/bash -c "$2" tandem-run; rc=$?; fi
 exit "$rc")";
+
+// With a git workdir, each pod clones it into a directory of its own (the pod's /tmp; on the testbed's
+// node agent, where pods share one host, the rank keeps them apart) and runs there.
+constexpr std::string_view k_node_git =
+    R"(tandem_git_checkout "$TANDEM_GIT_DIR/rank-$TANDEM_NODE_RANK" || exit $?
+cd "$TANDEM_GIT_DIR/rank-$TANDEM_NODE_RANK" || exit 1
+)";
+
+std::string node_program(const TaskSpec& spec) {
+    if (!spec.git_workdir) {
+        return std::string(k_node_program);
+    }
+    return git_checkout_function() + std::string(k_node_git) + std::string(k_node_program);
+}
 
 constexpr std::string_view k_container = "main";
 
@@ -88,6 +103,26 @@ json labels_of(const TaskSpec& spec, const JobPlan& plan, std::optional<int> ran
     return labels;
 }
 
+// SkyPilot's custom_metadata: labels and annotations on every object; tandem's own labels win.
+void add_custom_metadata(json& metadata, const TaskSpec& spec) {
+    const json& custom = spec.kubernetes.custom_metadata;
+    if (!custom.is_object()) {
+        return;
+    }
+    for (const char* kind : {"labels", "annotations"}) {
+        auto it = custom.find(kind);
+        if (it == custom.end() || !it->is_object()) {
+            continue;
+        }
+        json& target = metadata[kind];
+        for (const auto& [k, v] : it->items()) {
+            if (!target.contains(k)) {
+                target[k] = v;
+            }
+        }
+    }
+}
+
 json env_value(const std::string& name, const std::string& value) {
     return json{{"name", name}, {"value", escape_expansion(value)}};
 }
@@ -135,6 +170,12 @@ json environment(const TaskSpec& spec, const JobPlan& plan, std::optional<int> r
         env.push_back(env_field("TANDEM_NODE_IPS", "status.podIP"));
         env.push_back(env_field("SKYPILOT_NODE_IPS", "status.podIP"));
     }
+    if (spec.git_workdir) {
+        for (const auto& [name, value] : git_checkout_environment(*spec.git_workdir)) {
+            env.push_back(env_value(name, value));
+        }
+        env.push_back(env_value("TANDEM_GIT_DIR", fmt::format("/tmp/tandem-workdir-{}", plan.base_name)));
+    }
     for (const auto& [name, value] : spec.envs) {
         if (std::find(k_own_names.begin(), k_own_names.end(), name) == k_own_names.end()) {
             env.push_back(env_value(name, value));
@@ -148,7 +189,7 @@ json environment(const TaskSpec& spec, const JobPlan& plan, std::optional<int> r
     return env;
 }
 
-json container_resources(const JobPlan& plan, const TaskSpec& spec) {
+json container_resources(const JobPlan& plan) {
     json requests = json::object();
     json limits = json::object();
     if (plan.cpus) {
@@ -156,10 +197,16 @@ json container_resources(const JobPlan& plan, const TaskSpec& spec) {
     }
     if (plan.memory_gb) {
         requests["memory"] = memory_quantity(*plan.memory_gb);
-        const auto& mem = spec.resources.memory_gb;
-        if (mem &&
-            !mem->at_least) { // exactly N: also the ceiling, so overuse is an OOMKilled, not a surprise
+        if (plan.memory_exact) { // exactly N: also the ceiling, so overuse is an OOMKilled, not a surprise
             limits["memory"] = requests["memory"];
+        }
+    }
+    if (plan.limits_factor) { // SkyPilot's set_pod_resource_limits
+        if (plan.cpus) {
+            limits["cpu"] = cpu_quantity(*plan.cpus * *plan.limits_factor);
+        }
+        if (plan.memory_gb) {
+            limits["memory"] = memory_quantity(*plan.memory_gb * *plan.limits_factor);
         }
     }
     if (plan.gpu) { // extended resources: the limit is the request
@@ -192,11 +239,11 @@ json pod_template(const TaskSpec& spec, const JobPlan& plan, std::optional<int> 
     json container = {
         {"name", k_container},
         {"image", plan.image},
-        {"command", {"/bin/bash", "-c", escape_expansion(k_node_program), "tandem-node"}},
+        {"command", {"/bin/bash", "-c", escape_expansion(node_program(spec)), "tandem-node"}},
         {"args", {escape_expansion(spec.setup), escape_expansion(spec.run)}},
         {"env", environment(spec, plan, rank)},
     };
-    if (auto res = container_resources(plan, spec); !res.empty()) {
+    if (auto res = container_resources(plan); !res.empty()) {
         container["resources"] = res;
     }
     if (auto ports = container_ports(spec); !ports.empty()) {
@@ -222,13 +269,21 @@ json pod_template(const TaskSpec& spec, const JobPlan& plan, std::optional<int> 
         pod_spec["tolerations"] =
             json::array({{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}, {"effect", "NoSchedule"}}});
     }
+    if (!plan.service_account.empty()) {
+        pod_spec["serviceAccountName"] = plan.service_account;
+    }
+    if (!plan.priority_class.empty()) {
+        pod_spec["priorityClassName"] = plan.priority_class;
+    }
     if (plan.num_nodes > 1) {
         pod_spec["subdomain"] = plan.base_name;
         if (rank) { // Indexed Jobs name their pods' hosts <job>-<index> themselves
             pod_spec["hostname"] = fmt::format("{}-{}", plan.base_name, *rank);
         }
     }
-    return {{"metadata", {{"labels", labels_of(spec, plan, rank)}}}, {"spec", pod_spec}};
+    json metadata = {{"labels", labels_of(spec, plan, rank)}};
+    add_custom_metadata(metadata, spec);
+    return {{"metadata", metadata}, {"spec", pod_spec}};
 }
 
 // pod_config (a partial Pod) over tandem's template: mappings merge, the first container merges into
@@ -304,6 +359,7 @@ json job_manifest(const TaskSpec& spec, const JobPlan& plan, std::optional<int> 
     if (spec.kubernetes.queue) { // Kueue admits the Job into this LocalQueue
         metadata["labels"]["kueue.x-k8s.io/queue-name"] = *spec.kubernetes.queue;
     }
+    add_custom_metadata(metadata, spec);
     return {{"apiVersion", "batch/v1"}, {"kind", "Job"}, {"metadata", metadata}, {"spec", job_spec}};
 }
 
@@ -398,6 +454,22 @@ std::string job_base_name(const std::string& spec_name, std::int64_t tandem_id, 
 
 std::string job_name(const JobPlan& plan, int rank) {
     return plan.num_nodes > 1 && !plan.indexed ? fmt::format("{}-r{}", plan.base_name, rank) : plan.base_name;
+}
+
+std::string service_account_for(const json& remote_identity, const std::string& context) {
+    std::string name;
+    if (remote_identity.is_string()) {
+        name = remote_identity.get<std::string>();
+    } else if (remote_identity.is_object()) {
+        auto it = remote_identity.find(context);
+        if (it != remote_identity.end() && it->is_string()) {
+            name = it->get<std::string>();
+        }
+    }
+    if (name == "LOCAL_CREDENTIALS" || name == "SERVICE_ACCOUNT" || name == "NO_UPLOAD") {
+        return {};
+    }
+    return name;
 }
 
 std::string job_selector(const std::string& base_name) {

@@ -58,11 +58,20 @@ struct JobPlan {
     std::optional<int> ttl_seconds_after_finished;
     std::optional<GpuRequest> gpu;
     std::optional<double> cpus;      // request
-    std::optional<double> memory_gb; // request (and limit)
+    std::optional<double> memory_gb; // request (and limit when memory_exact)
+    bool memory_exact = false;       // `memory: 16` (not 16+): the request is also the limit
+    std::optional<double> limits_factor; // set_pod_resource_limits: cpu and memory limits = requests x this
+    std::string service_account;         // remote_identity resolved for this context; empty: the default
+    std::string priority_class;          // resources.priority_class
 };
 
+// SkyPilot's remote_identity for `context`: a ServiceAccount name, or the one its {context: name}
+// mapping gives; empty for the namespace's default (absent, LOCAL_CREDENTIALS, SERVICE_ACCOUNT,
+// NO_UPLOAD, or a mapping without this context).
+std::string service_account_for(const nlohmann::json& remote_identity, const std::string& context);
+
 struct Manifests {
-    std::optional<nlohmann::json> secret;  // created first
+    std::optional<nlohmann::json> secret;  // created last, owned by the first Job
     std::vector<nlohmann::json> jobs;      // one, or one per rank
     std::optional<nlohmann::json> service; // headless, for num_nodes > 1
 };

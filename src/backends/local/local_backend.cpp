@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "backends/file_log.hpp"
+#include "core/git_checkout.hpp"
 #include "core/quantity.hpp"
 
 namespace tandem::local {
@@ -26,11 +27,22 @@ constexpr const char* k_wrapper = R"SH(#!/bin/bash
 # tandem local job: setup, then run; the exit code is written here so it outlives the CLI.
 d="$(cd "$(dirname "$0")" && pwd)"
 rc=0
-if [ -f "$d/setup.sh" ]; then /bin/bash "$d/setup.sh"; rc=$?; fi
+@GIT@if [ "$rc" -eq 0 ] && [ -f "$d/setup.sh" ]; then /bin/bash "$d/setup.sh"; rc=$?; fi
 if [ "$rc" -eq 0 ] && [ -f "$d/run.sh" ]; then /bin/bash "$d/run.sh"; rc=$?; fi
 printf '%s\n' "$rc" > "$d/exit_code.tmp" && mv -f "$d/exit_code.tmp" "$d/exit_code"
 exit "$rc"
 )SH";
+
+// The wrapper; with a git workdir it first clones it into the job's directory and runs there.
+std::string wrapper_text(const TaskSpec& spec) {
+    std::string text = k_wrapper;
+    std::string git;
+    if (spec.git_workdir) {
+        git = git_checkout_function() + "tandem_git_checkout \"$d/workdir\" && cd \"$d/workdir\" || rc=$?\n";
+    }
+    text.replace(text.find("@GIT@"), 5, git);
+    return text;
+}
 
 std::int64_t now_seconds() {
     return std::chrono::duration_cast<std::chrono::seconds>(
@@ -156,6 +168,11 @@ std::vector<std::string> LocalBackend::environment(const TaskSpec& spec, const P
     }
     env.push_back(fmt::format("TANDEM_JOB_NAME={}", spec.name));
     env.push_back(fmt::format("SKYPILOT_TASK_ID=tandem-{}-{}", job_id, spec.name));
+    if (spec.git_workdir) {
+        for (const auto& [k, v] : git_checkout_environment(*spec.git_workdir)) {
+            env.push_back(k + "=" + v);
+        }
+    }
     for (const auto& [k, v] : spec.envs) {
         env.push_back(k + "=" + v);
     }
@@ -170,7 +187,9 @@ Result<std::string> LocalBackend::render(const TaskSpec& spec, const Placement& 
     // job_id 0: a dry run, before the store has given the job its id.
     const std::string dir = job_id == 0 ? m_jobs_dir + "/<ID>" : job_dir(job_id);
     std::string out = fmt::format("# {}/wrapper.sh (cwd: {})\n{}", dir,
-                                  spec.workdir.value_or("the current directory"), k_wrapper);
+                                  spec.git_workdir ? dir + "/workdir, a clone of " + spec.git_workdir->url
+                                                   : spec.workdir.value_or("the current directory"),
+                                  wrapper_text(spec));
     auto section = [&](const char* name, const std::string& text) {
         if (!text.empty()) {
             out += fmt::format("\n# {}\n{}{}", name, text, text.back() == '\n' ? "" : "\n");
@@ -204,7 +223,8 @@ Result<std::string> LocalBackend::submit(const TaskSpec& spec, const Placement& 
     }
     // Secrets go only into the process environment, never into these files.
     const auto rw = fs::perms::owner_read | fs::perms::owner_write;
-    for (auto [name, text] : {std::pair{"wrapper.sh", std::string_view(k_wrapper)},
+    const std::string wrapper = wrapper_text(spec);
+    for (auto [name, text] : {std::pair{"wrapper.sh", std::string_view(wrapper)},
                               std::pair{"setup.sh", std::string_view(spec.setup)},
                               std::pair{"run.sh", std::string_view(spec.run)}}) {
         if (text.empty()) {

@@ -64,7 +64,9 @@ json submit_payload(const std::string& script, const SubmitPlan& plan) {
         // which keys it accepts: 22.05.8 reads it (a node without TmpDisk then refuses the job, 2014).
         job["temporary_disk_per_node"] = *plan.tmp_disk_mb;
     }
-    job["time_limit"] = plan.time_limit_minutes;
+    if (plan.time_limit_minutes) {
+        job["time_limit"] = *plan.time_limit_minutes;
+    }
     if (plan.account) {
         job["account"] = *plan.account;
     }
@@ -174,6 +176,10 @@ Result<std::vector<SlurmPartition>> parse_partitions(const json& body) {
             // -1 (INFINITE) or absent: unlimited.
             if (const auto t = rest::number(p, "max_time_limit"); t && *t >= 0) {
                 part.max_time_minutes = static_cast<int>(*t);
+            }
+            // null or absent: no DefaultTime (MaxTime applies).
+            if (const auto t = rest::number(p, "default_time_limit"); t && *t >= 0) {
+                part.default_time_minutes = static_cast<int>(*t);
             }
             for (const auto& f : rest::strings(p, "flags")) {
                 part.is_default = part.is_default || f == "default" || f == "DEFAULT";

@@ -117,7 +117,9 @@ json submit_payload(const std::string& script, const SubmitPlan& plan, ApiVersio
     if (plan.tmp_disk_mb) {
         job["temporary_disk_per_node"] = *plan.tmp_disk_mb;
     }
-    job["time_limit"] = set_number(plan.time_limit_minutes);
+    if (plan.time_limit_minutes) {
+        job["time_limit"] = set_number(*plan.time_limit_minutes);
+    }
     if (plan.account) {
         job["account"] = *plan.account;
     }
@@ -224,6 +226,9 @@ Result<std::vector<SlurmPartition>> parse_partitions(const json& body) {
             part.nodes = std::move(*nodes);
             if (const auto t = rest::number(rest::at_path(p, {"maximums", "time"}))) {
                 part.max_time_minutes = static_cast<int>(*t);
+            }
+            if (const auto t = rest::number(rest::at_path(p, {"defaults", "time"}))) {
+                part.default_time_minutes = static_cast<int>(*t);
             }
             part.is_default = contains(rest::strings(p, "flags"), "DEFAULT");
             const auto states = rest::strings(rest::at_path(p, {"partition"}), "state");

@@ -9,15 +9,26 @@
 #include <fmt/format.h>
 
 #include "backends/slurm/script_quoting.hpp"
+#include "core/git_checkout.hpp"
 
 namespace tandem::slurm {
 
 namespace {
 
 // Runs on every node, as `bash -c "$tandem_node" tandem-node SETUP RUN`. Fixed text: no user input.
-constexpr std::string_view k_node_program =
+constexpr std::string_view k_node_rank =
     R"(export TANDEM_NODE_RANK="$SLURM_NODEID" SKYPILOT_NODE_RANK="$SLURM_NODEID"
-rc=0
+)";
+
+// With a git workdir, each node clones it into a directory of its own under the submitting user's home
+// (~/.tandem/workdirs/<submit token>/rank-K: nodes may or may not share the filesystem) and runs there.
+constexpr std::string_view k_node_git =
+    R"(tandem_git_checkout "$TANDEM_GIT_DIR/rank-$SLURM_NODEID" || exit $?
+cd "$TANDEM_GIT_DIR/rank-$SLURM_NODEID" || exit 1
+)";
+
+constexpr std::string_view k_node_program =
+    R"(rc=0
 if [ -n "$1" ]; then /bin/bash -c "$1" tandem-setup; rc=$?; fi
 if [ "$rc" -eq 0 ] && [ -n "$2" ]; then /bin/bash -c "$2" tandem-run; rc=$?; fi
 exit "$rc")";
@@ -89,7 +100,9 @@ Result<std::string> directives(const SubmitPlan& plan) {
     if (plan.tmp_disk_mb) {
         d.emplace_back("--tmp", fmt::format("{}M", *plan.tmp_disk_mb));
     }
-    d.emplace_back("--time", format_time_limit(plan.time_limit_minutes));
+    if (plan.time_limit_minutes) {
+        d.emplace_back("--time", format_time_limit(*plan.time_limit_minutes));
+    }
     optional("--account", value_of(plan.account));
     optional("--qos", value_of(plan.qos));
     optional("--constraint", value_of(plan.constraint));
@@ -99,6 +112,14 @@ Result<std::string> directives(const SubmitPlan& plan) {
     optional("--chdir", plan.working_directory);
 
     std::string out;
+    for (const auto& [name, value] : plan.extra_options) { // config.slurm.sbatch_options
+        if (value.empty()) {
+            out += fmt::format("#SBATCH --{}\n", name);
+        } else if (auto ok = add_directive(out, "--" + name, value); !ok) {
+            return tl::unexpected(ok.error());
+        }
+    }
+
     for (const auto& [option, value] : d) {
         if (auto ok = add_directive(out, option, value); !ok) {
             return tl::unexpected(ok.error());
@@ -164,8 +185,8 @@ std::string format_time_limit(int minutes) {
 }
 
 Result<std::string> render_sbatch_script(const TaskSpec& spec, const SubmitPlan& plan) {
-    if (plan.time_limit_minutes <= 0) {
-        return refuse("no time limit: set config.slurm.time or give the partition a MaxTime");
+    if (plan.time_limit_minutes && *plan.time_limit_minutes <= 0) {
+        return fail(ErrorKind::internal, "slurm: a submit plan's time limit must be positive");
     }
     if (plan.nodes < 1 || plan.gpus_per_node < 0) {
         return fail(ErrorKind::internal, "slurm: a submit plan needs nodes >= 1 and gpus_per_node >= 0");
@@ -188,8 +209,13 @@ Result<std::string> render_sbatch_script(const TaskSpec& spec, const SubmitPlan&
     std::string s = "#!/bin/bash\n" + *head;
     s +=
         fmt::format("#\n# tandem job {}: setup, then run, on every node of the allocation (one srun task per "
-                    "node).\n\n",
+                    "node).\n",
                     plan.tandem_id);
+    if (!plan.time_limit_minutes && !plan.time_limit_note.empty()) {
+        s += fmt::format("# No --time: the task sets no config.slurm.time, so Slurm applies {}.\n",
+                         plan.time_limit_note);
+    }
+    s += "\n";
     s += "# slurmrestd starts the script with only the submitted environment: fill in the login basics.\n"
          "export PATH=\"${PATH:-/usr/local/bin:/usr/bin:/bin}\"\n"
          "export USER=\"${USER:-$(id -un)}\"\n"
@@ -211,7 +237,15 @@ Result<std::string> render_sbatch_script(const TaskSpec& spec, const SubmitPlan&
     s += "\n# On each node: its rank, setup, then run only if setup exited 0. srun waits for every node and\n"
          "# exits with the highest exit code, so the job's is run's (or setup's) even when all nodes fail "
          "alike.\n";
-    s += fmt::format("tandem_node={}\n", shell_quote(k_node_program));
+    std::string node(k_node_rank);
+    if (spec.git_workdir) {
+        s += fmt::format("export TANDEM_GIT_DIR=\"$HOME/.tandem/workdirs/\"{}\n",
+                         shell_quote(plan.submit_token.empty() ? "job-$SLURM_JOB_ID" : plan.submit_token));
+        node += git_checkout_function();
+        node += k_node_git;
+    }
+    node += k_node_program;
+    s += fmt::format("tandem_node={}\n", shell_quote(node));
     s += "srun --export=ALL --nodes=\"$SLURM_JOB_NUM_NODES\" --ntasks=\"$SLURM_JOB_NUM_NODES\" "
          "--ntasks-per-node=1";
     if (plan.cpus_per_task) { // srun does not inherit --cpus-per-task from the batch job on Slurm 22.05

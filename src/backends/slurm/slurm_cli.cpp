@@ -25,7 +25,7 @@ constexpr std::string_view k_squeue_fields[] = {"JobID",   "State",    "Reason",
 constexpr std::string_view k_sacct_fields = "JobIDRaw,State,ExitCode,Start,End,NodeList,Reason,Comment";
 constexpr std::string_view k_node_fields[] = {"NodeHost", "StateLong", "CPUs",     "CPUsState",
                                               "Memory",   "Gres",      "GresUsed", "Partition"};
-constexpr std::string_view k_partition_fields[] = {"Partition", "Available", "Time", "NodeList"};
+constexpr std::string_view k_partition_fields[] = {"Partition", "Available", "Time", "NodeList", "DefaultTime"};
 
 std::string format_option(const std::string_view* fields, std::size_t n) {
     std::string out;
@@ -107,9 +107,10 @@ bool is_state_word(std::string_view s) {
            std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isupper(c) || c == '_'; });
 }
 
-// A time under SLURM_TIME_FORMAT=%s: Unix seconds, or one of Slurm's words for "none".
+// A time under SLURM_TIME_FORMAT=%s: Unix seconds, or one of Slurm's words for "none". squeue prints
+// NONE as the end of a running job without a time limit (a partition without MaxTime).
 std::optional<std::optional<std::int64_t>> parse_time(std::string_view s) {
-    if (s == "N/A" || s == "Unknown" || s == "None" || s.empty()) {
+    if (s == "N/A" || s == "Unknown" || s == "None" || s == "NONE" || s.empty()) {
         return std::optional<std::int64_t>{};
     }
     auto v = to_int(s);
@@ -399,6 +400,14 @@ Status add_partition_line(std::string_view line, std::vector<SlurmPartition>& pa
     p.name = name;
     p.is_default = is_default;
     p.max_time_minutes = *limit;
+    // "n/a": no DefaultTime. A DefaultTime of UNLIMITED reads as none too: either way no limit is set.
+    if ((*f)[4] != "n/a") {
+        auto default_limit = parse_limit_minutes((*f)[4]);
+        if (!default_limit) {
+            return unexpected_line("sinfo", line, "the default time is not readable");
+        }
+        p.default_time_minutes = *default_limit;
+    }
     std::string state = (*f)[1];
     std::transform(state.begin(), state.end(), state.begin(),
                    [](unsigned char c) { return static_cast<char>(std::toupper(c)); });

@@ -44,6 +44,8 @@ ClusterInventory build_inventory(const std::string& cluster, const std::vector<S
         Pool pool;
         pool.name = part.name;
         pool.max_time_minutes = part.max_time_minutes;
+        pool.default_time_minutes = part.default_time_minutes;
+        pool.is_default = part.is_default;
         std::map<std::string, int> states;
         bool first = true;
         for (const auto& name : part.nodes) {

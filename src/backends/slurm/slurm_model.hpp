@@ -26,8 +26,14 @@ struct SubmitPlan {
     std::optional<int> cpus_per_task;
     std::optional<int> memory_mb_per_node;
     std::optional<int> tmp_disk_mb;
-    int time_limit_minutes = 0; // config.slurm.time, else the partition's limit; never unlimited
+    // config.slurm.time. nullopt: none is asked, so Slurm applies the partition's DefaultTime, else its
+    // MaxTime (UNLIMITED on a stock partition), exactly as for a plain sbatch.
+    std::optional<int> time_limit_minutes;
+    std::string time_limit_note; // which limit applies when none is asked, for the script's comment
     std::optional<std::string> account, qos, constraint;
+    // config.slurm.sbatch_options beyond the ones folded into the fields above: (name, value), each an
+    // `#SBATCH --name=value` line (a bare `--name` when value is empty).
+    std::vector<std::pair<std::string, std::string>> extra_options;
     std::string working_directory; // where the job runs (workdir, else the submitting user's home)
     std::string output_pattern;    // stdout/stderr file pattern, e.g. /home/u/.tandem/jobs/%j.out
     std::vector<std::pair<std::string, std::string>> environment; // envs + secrets + TANDEM_* basics
@@ -51,7 +57,8 @@ struct SlurmJob {
 struct SlurmPartition {
     std::string name;
     std::vector<std::string> nodes;      // expanded host names
-    std::optional<int> max_time_minutes; // nullopt: UNLIMITED
+    std::optional<int> max_time_minutes;     // nullopt: UNLIMITED
+    std::optional<int> default_time_minutes; // DefaultTime; nullopt: none (MaxTime applies)
     bool is_default = false;
     std::string state; // "UP", "DOWN", "DRAIN", "INACTIVE"; empty when not reported
 };

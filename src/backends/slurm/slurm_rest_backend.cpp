@@ -24,6 +24,7 @@
 #include "backends/slurm/rest_v0040.hpp"
 #include "backends/slurm/sbatch_script.hpp"
 #include "backends/slurm/slurm_inventory.hpp"
+#include "backends/slurm/submit_plan.hpp"
 #include "backends/slurm/workdir_upload.hpp"
 #include "core/quantity.hpp"
 
@@ -37,16 +38,6 @@ std::int64_t now_seconds() {
     return std::chrono::duration_cast<std::chrono::seconds>(
                std::chrono::system_clock::now().time_since_epoch())
         .count();
-}
-
-std::string random_token() {
-    std::random_device rd;
-    return fmt::format("tandem-{:08x}{:08x}", rd(), rd());
-}
-
-std::string lower(std::string s) {
-    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-    return s;
 }
 
 } // namespace
@@ -286,52 +277,18 @@ Result<SubmitPlan> SlurmRestBackend::submit_plan(const TaskSpec& spec, const Pla
         return fail(ErrorKind::remote,
                     fmt::format("cluster {}: partition {} is gone", m_cluster, placement.pool));
     }
-    const auto options = spec.options();
-    const auto& resources = options.at(static_cast<std::size_t>(placement.option_index)).resources;
-    SubmitPlan plan;
-    plan.tandem_id = job_id;
-    plan.submit_token = random_token();
-    plan.job_name = spec.name;
-    plan.partition = placement.pool;
-    plan.nodes = spec.num_nodes;
-    if (!resources.accelerators.empty()) {
-        plan.gpus_per_node = static_cast<int>(resources.accelerators.front().count);
-        plan.gres_type =
-            pool->accelerator.empty() ? lower(resources.accelerators.front().name) : pool->accelerator;
+    auto built = build_submit_plan(spec, placement, *pool, job_id);
+    if (!built) {
+        return tl::unexpected(built.error());
     }
-    if (resources.cpus) {
-        plan.cpus_per_task = static_cast<int>(std::ceil(resources.cpus->value));
-    }
-    if (resources.memory_gb) {
-        plan.memory_mb_per_node = static_cast<int>(std::ceil(resources.memory_gb->value * 1024));
-    }
-    if (resources.disk_size_gb) {
-        plan.tmp_disk_mb = static_cast<int>(std::ceil(*resources.disk_size_gb * 1024));
-    }
-    if (spec.slurm.time) {
-        plan.time_limit_minutes = *parse_slurm_time_minutes(*spec.slurm.time);
-    } else if (pool->max_time_minutes) {
-        plan.time_limit_minutes = *pool->max_time_minutes;
-    } else {
-        return fail(ErrorKind::invalid_spec,
-                    fmt::format("partition {} on {} has no time limit and the task sets none", placement.pool,
-                                m_cluster),
-                    "set config.slurm.time in the task (e.g. time: 4:00:00); tandem never submits UNLIMITED");
-    }
-    plan.account = spec.slurm.account;
-    plan.qos = spec.slurm.qos;
-    plan.constraint = spec.slurm.constraint;
+    SubmitPlan plan = std::move(*built);
     plan.working_directory = spec.workdir.value_or(m_settings.home);
     plan.output_pattern =
         fmt::format("{}/{}-%j.out", m_settings.home, plan.submit_token); // tandem-<hex>-<id>
-    plan.environment = {
-        {"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", m_settings.home}, {"USER", m_settings.rest->user}};
-    for (const auto& kv : spec.envs) {
-        plan.environment.push_back(kv);
-    }
-    for (const auto& kv : spec.secrets) {
-        plan.environment.push_back(kv);
-    }
+    // slurmrestd starts the job with only the submitted environment: the login basics come first.
+    plan.environment.insert(plan.environment.begin(), {{"PATH", "/usr/local/bin:/usr/bin:/bin"},
+                                                       {"HOME", m_settings.home},
+                                                       {"USER", m_settings.rest->user}});
     return plan;
 }
 
@@ -341,6 +298,17 @@ Result<SlurmRestBackend::Prepared> SlurmRestBackend::prepare_submit(const TaskSp
     auto plan = submit_plan(spec, placement, job_id);
     if (!plan) {
         return tl::unexpected(plan.error());
+    }
+    // slurmrestd takes a job's options from the JSON description and reads no #SBATCH line of the
+    // script, so an option it has no field for cannot be passed on.
+    if (!plan->extra_options.empty()) {
+        return fail(ErrorKind::invalid_spec,
+                    fmt::format("config.slurm.sbatch_options.{}: cluster {} is reached over slurmrestd, which "
+                                "takes no sbatch options beyond tandem's fields (partition, account, qos, "
+                                "constraint, time)",
+                                plan->extra_options.front().first, m_cluster),
+                    "configure the cluster with `ssh:` and no `rest:` (sbatch on the login node reads every "
+                    "option), or drop the option");
     }
     auto script = render_sbatch_script(spec, *plan);
     if (!script) {

@@ -134,7 +134,7 @@ Result<SlurmSshBackend::Prepared> SlurmSshBackend::prepare(const TaskSpec& spec,
         return fail(ErrorKind::remote,
                     fmt::format("cluster {}: partition {} is gone", m_cluster, placement.pool));
     }
-    auto plan = build_submit_plan(spec, placement, *pool, job_id, m_cluster);
+    auto plan = build_submit_plan(spec, placement, *pool, job_id);
     if (!plan) {
         return tl::unexpected(plan.error());
     }

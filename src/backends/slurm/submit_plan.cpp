@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/git_checkout.hpp"
 #include "core/quantity.hpp"
 
 namespace tandem::slurm {
@@ -16,8 +17,18 @@ std::string random_submit_token() {
     return fmt::format("tandem-{:08x}{:08x}", rd(), rd());
 }
 
+std::string applied_time_limit(const Pool& pool) {
+    if (pool.default_time_minutes) {
+        return fmt::format("the partition's DefaultTime, {}", format_slurm_time(*pool.default_time_minutes));
+    }
+    if (pool.max_time_minutes) {
+        return fmt::format("the partition's MaxTime, {}", format_slurm_time(*pool.max_time_minutes));
+    }
+    return "none: the partition has no DefaultTime and its MaxTime is UNLIMITED";
+}
+
 Result<SubmitPlan> build_submit_plan(const TaskSpec& spec, const Placement& placement, const Pool& pool,
-                                     std::int64_t job_id, const std::string& cluster) {
+                                     std::int64_t job_id) {
     const auto options = spec.options();
     const auto index = static_cast<std::size_t>(placement.option_index);
     if (index >= options.size()) {
@@ -44,26 +55,24 @@ Result<SubmitPlan> build_submit_plan(const TaskSpec& spec, const Placement& plac
     if (resources.memory_gb) {
         plan.memory_mb_per_node = static_cast<int>(std::ceil(resources.memory_gb->value * 1024));
     }
-    if (resources.disk_size_gb) {
-        plan.tmp_disk_mb = static_cast<int>(std::ceil(*resources.disk_size_gb * 1024));
-    }
     if (spec.slurm.time) {
         auto minutes = parse_slurm_time_minutes(*spec.slurm.time);
         if (!minutes) {
             return fail(ErrorKind::invalid_spec, fmt::format("config.slurm.time: {}", minutes.error()));
         }
         plan.time_limit_minutes = *minutes;
-    } else if (pool.max_time_minutes) {
-        plan.time_limit_minutes = *pool.max_time_minutes;
     } else {
-        return fail(ErrorKind::invalid_spec,
-                    fmt::format("partition {} on {} has no time limit and the task sets none", placement.pool,
-                                cluster),
-                    "set config.slurm.time in the task (e.g. time: 4:00:00); tandem never submits UNLIMITED");
+        plan.time_limit_note = applied_time_limit(pool);
     }
     plan.account = spec.slurm.account;
     plan.qos = spec.slurm.qos;
     plan.constraint = spec.slurm.constraint;
+    plan.extra_options = spec.slurm.sbatch_options;
+    if (spec.git_workdir) {
+        for (auto& kv : git_checkout_environment(*spec.git_workdir)) {
+            plan.environment.push_back(std::move(kv));
+        }
+    }
     for (const auto& kv : spec.envs) {
         plan.environment.push_back(kv);
     }

@@ -16,9 +16,14 @@ namespace tandem::slurm {
 // "tandem-<16 hex digits>", from the system's random device: written to the job's comment.
 std::string random_submit_token();
 
-// An `invalid_spec` error when the partition has no limit and the task sets none (tandem never submits
-// UNLIMITED). environment = envs, then secrets (the script leaves secrets out; the transport passes them).
+// The time limit is config.slurm.time when the task sets one; otherwise none is asked and Slurm applies
+// the partition's own (DefaultTime, else MaxTime), as for a plain sbatch. environment = envs, then secrets
+// (the script leaves secrets out; the transport passes them).
 Result<SubmitPlan> build_submit_plan(const TaskSpec& spec, const Placement& placement, const Pool& pool,
-                                     std::int64_t job_id, const std::string& cluster);
+                                     std::int64_t job_id);
+
+// The limit Slurm applies to a job that asks for none on `pool`, in words ("the partition's DefaultTime,
+// 1:00:00"), for `plan`.
+std::string applied_time_limit(const Pool& pool);
 
 } // namespace tandem::slurm

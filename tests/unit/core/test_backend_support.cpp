@@ -43,15 +43,88 @@ TEST_CASE("backend support: a plain task is supported on every backend kind") {
     }
 }
 
-TEST_CASE("backend support: use_spot is refused everywhere with the backend named") {
+// The ignored-field note for `field` on `kind`, or empty.
+std::string note_for(const TaskSpec& spec, BackendKind kind, const std::string& field) {
+    for (const auto& u : ignored_fields(spec, spec.resources, kind)) {
+        if (u.field == field) {
+            return u.reason;
+        }
+    }
+    return {};
+}
+
+TEST_CASE("backend support: use_spot is refused everywhere with SkyPilot's reason") {
     TaskSpec spec;
     spec.resources.use_spot = true;
     CHECK(reason_for(spec, spec.resources, BackendKind::local, "resources.use_spot") ==
           "not supported on local: local has no spot capacity");
     CHECK(reason_for(spec, spec.resources, BackendKind::slurm, "resources.use_spot") ==
-          "not supported on slurm: slurm has no spot capacity");
+          "not supported on slurm: Spot instances are not supported in Slurm.");
     CHECK(reason_for(spec, spec.resources, BackendKind::kubernetes, "resources.use_spot") ==
-          "not supported on k8s: k8s has no spot capacity");
+          "not supported on k8s: Spot instances are not supported in Kubernetes.");
+}
+
+TEST_CASE("backend support: cloud hints follow SkyPilot's per-backend feature tables") {
+    TaskSpec spec;
+    SECTION("disk_tier: best needs nothing anywhere; another tier is refused on slurm and k8s") {
+        spec.resources.hints["disk_tier"] = "Best";
+        for (auto kind : k_all_kinds) {
+            CHECK(unsupported_fields(spec, spec.resources, kind).empty());
+            CHECK(note_for(spec, kind, "resources.disk_tier").find("best needs nothing") != std::string::npos);
+        }
+        spec.resources.hints["disk_tier"] = "high";
+        CHECK(reason_for(spec, spec.resources, BackendKind::kubernetes, "resources.disk_tier") ==
+              "not supported on k8s: Custom disk tiers are not supported in Kubernetes.");
+        CHECK_THAT(reason_for(spec, spec.resources, BackendKind::slurm, "resources.disk_tier"),
+                   Catch::Contains("only disk_tier: best"));
+    }
+    SECTION("network_tier: best is a no-op on slurm, refused on k8s; standard needs nothing") {
+        spec.resources.hints["network_tier"] = "best";
+        CHECK(unsupported_fields(spec, spec.resources, BackendKind::slurm).empty());
+        CHECK_FALSE(note_for(spec, BackendKind::slurm, "resources.network_tier").empty());
+        CHECK(reason_for(spec, spec.resources, BackendKind::kubernetes, "resources.network_tier") ==
+              "not supported on k8s: Custom network tier is currently not supported in Kubernetes.");
+        spec.resources.hints["network_tier"] = "standard";
+        CHECK(unsupported_fields(spec, spec.resources, BackendKind::kubernetes).empty());
+    }
+    SECTION("autostop stops are refused; autodown and autostop: false are accepted") {
+        for (const auto& stop : {nlohmann::json(true), nlohmann::json(10), nlohmann::json("10m"),
+                                 nlohmann::json{{"idle_minutes", 5}}}) {
+            spec.resources.hints["autostop"] = stop;
+            INFO(stop.dump());
+            CHECK(reason_for(spec, spec.resources, BackendKind::slurm, "resources.autostop") ==
+                  "not supported on slurm: Slurm does not support autostop.");
+            CHECK(reason_for(spec, spec.resources, BackendKind::kubernetes, "resources.autostop") ==
+                  "not supported on k8s: Auto-stop is not supported on Kubernetes.");
+        }
+        for (const auto& fine : {nlohmann::json(false), nlohmann::json{{"idle_minutes", 5}, {"down", true}}}) {
+            spec.resources.hints["autostop"] = fine;
+            for (auto kind : k_all_kinds) {
+                CHECK(unsupported_fields(spec, spec.resources, kind).empty());
+                CHECK_FALSE(note_for(spec, kind, "resources.autostop").empty());
+            }
+        }
+    }
+    SECTION("local_disk is refused on slurm only") {
+        spec.resources.hints["local_disk"] = "nvme:1";
+        CHECK(reason_for(spec, spec.resources, BackendKind::slurm, "resources.local_disk") ==
+              "not supported on slurm: Local disk is not supported on Slurm");
+        CHECK(unsupported_fields(spec, spec.resources, BackendKind::kubernetes).empty());
+    }
+    SECTION("managed-job and cost fields are accepted and noted everywhere") {
+        spec.resources.hints["job_recovery"] = "FAILOVER";
+        spec.resources.hints["max_hourly_cost"] = 3;
+        spec.resources.hints["priority"] = 10;
+        for (auto kind : k_all_kinds) {
+            CHECK(unsupported_fields(spec, spec.resources, kind).empty());
+            CHECK(ignored_fields(spec, spec.resources, kind).size() == 3);
+        }
+    }
+    SECTION("priority_class is honoured on k8s, noted elsewhere") {
+        spec.resources.hints["priority_class"] = "high";
+        CHECK(note_for(spec, BackendKind::kubernetes, "resources.priority_class").empty());
+        CHECK_FALSE(note_for(spec, BackendKind::slurm, "resources.priority_class").empty());
+    }
 }
 
 TEST_CASE("backend support: image_id runs only on kubernetes") {
@@ -76,25 +149,24 @@ TEST_CASE("backend support: ports are refused on slurm only") {
     CHECK(unsupported_fields(spec, spec.resources, BackendKind::kubernetes).empty());
 }
 
-TEST_CASE("backend support: labels are honoured by kubernetes only") {
+TEST_CASE("backend support: labels are honoured by kubernetes, accepted and noted elsewhere (as SkyPilot)") {
     TaskSpec spec;
     spec.resources.labels = {{"team", "vision"}};
-    CHECK(fields_of(unsupported_fields(spec, spec.resources, BackendKind::slurm)) ==
-          std::vector<std::string>{"resources.labels"});
-    CHECK(fields_of(unsupported_fields(spec, spec.resources, BackendKind::local)) ==
-          std::vector<std::string>{"resources.labels"});
-    CHECK(unsupported_fields(spec, spec.resources, BackendKind::kubernetes).empty());
+    for (auto kind : k_all_kinds) {
+        CHECK(unsupported_fields(spec, spec.resources, kind).empty());
+    }
+    CHECK_THAT(note_for(spec, BackendKind::slurm, "resources.labels"), Catch::StartsWith("ignored on slurm: "));
+    CHECK_THAT(note_for(spec, BackendKind::local, "resources.labels"), Catch::StartsWith("ignored on local: "));
+    CHECK(note_for(spec, BackendKind::kubernetes, "resources.labels").empty());
 }
 
-TEST_CASE("backend support: disk_size maps to ephemeral storage and --tmp, not to the local machine") {
+TEST_CASE("backend support: disk_size is a VM's disk in SkyPilot: accepted and noted everywhere") {
     TaskSpec spec;
     spec.resources.disk_size_gb = 200;
-    CHECK(unsupported_fields(spec, spec.resources, BackendKind::kubernetes).empty());
-    CHECK(unsupported_fields(spec, spec.resources, BackendKind::slurm).empty());
-    CHECK(fields_of(unsupported_fields(spec, spec.resources, BackendKind::local)) ==
-          std::vector<std::string>{"resources.disk_size_gb"});
-    CHECK_THAT(reason_for(spec, spec.resources, BackendKind::local, "resources.disk_size_gb"),
-               Catch::StartsWith("not supported on local: "));
+    for (auto kind : k_all_kinds) {
+        CHECK(unsupported_fields(spec, spec.resources, kind).empty());
+        CHECK_FALSE(note_for(spec, kind, "resources.disk_size").empty());
+    }
 }
 
 TEST_CASE("backend support: fractional GPUs need kubernetes") {
@@ -165,13 +237,12 @@ TEST_CASE("backend support: every unsupported field is reported, in table order,
     spec.file_mounts["/x"] = "y";
 
     const auto local = unsupported_fields(spec, spec.resources, BackendKind::local);
-    CHECK(fields_of(local) ==
-          std::vector<std::string>{"resources.use_spot", "resources.image_id", "resources.accelerators",
-                                   "num_nodes", "resources.labels", "resources.disk_size_gb", "file_mounts"});
+    CHECK(fields_of(local) == std::vector<std::string>{"resources.use_spot", "resources.image_id",
+                                                       "resources.accelerators", "num_nodes", "file_mounts"});
     const auto slurm = unsupported_fields(spec, spec.resources, BackendKind::slurm);
     CHECK(fields_of(slurm) == std::vector<std::string>{"resources.use_spot", "resources.image_id",
                                                        "resources.accelerators", "resources.ports",
-                                                       "resources.labels", "file_mounts"});
+                                                       "file_mounts"});
     const auto k8s = unsupported_fields(spec, spec.resources, BackendKind::kubernetes);
     CHECK(fields_of(k8s) == std::vector<std::string>{"resources.use_spot", "file_mounts"});
 

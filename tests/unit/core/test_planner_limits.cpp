@@ -46,7 +46,7 @@ TEST_CASE("planner: slurm time limit against the partition's maximum") {
         }
     }
     SECTION("unlimited and unparseable times are rejected on slurm pools with the reason") {
-        // tandem never submits an UNLIMITED time: without config.slurm.time it uses the partition's limit.
+        // config.slurm.time must be a limit; without it, Slurm applies the partition's own.
         for (const std::string text : {"UNLIMITED", "infinite", "-1", "0", "abc", "", "1-", "-5", "1:2:3:4",
                                        "1-2-3", "1:xx", "2 hours"}) {
             spec.slurm.time.emplace(text);
@@ -162,7 +162,7 @@ TEST_CASE("planner: fields the backend kind cannot honour reject the whole clust
     CHECK(ranked(p) == std::vector<std::string>{"k8s/prod/cpu"});
     CHECK(reason_of(p, "slurm-a", "") ==
           "not supported on slurm: jobs run on the node's own OS (no container "
-          "runtime); not supported on slurm: slurm jobs cannot expose ports");
+          "runtime); not supported on slurm: Opening ports is not supported in Slurm.");
     CHECK(rejections_of(p, "slurm-a", "cpu").empty());
     CHECK_THAT(reason_of(p, "local", ""), Catch::StartsWith("not supported on local: "));
 
@@ -171,7 +171,7 @@ TEST_CASE("planner: fields the backend kind cannot honour reject the whole clust
         const auto none = plan(task(r), inv);
         CHECK(none.placements.empty());
         CHECK_THAT(reason_of(none, "k8s/prod", ""),
-                   Catch::StartsWith("not supported on k8s: k8s has no spot"));
+                   Catch::StartsWith("not supported on k8s: Spot instances are not supported"));
     }
 }
 

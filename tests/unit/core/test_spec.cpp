@@ -148,7 +148,8 @@ TEST_CASE("infra pins, ports, labels, use_spot and image_id parse") {
     CHECK(legacy.resources.infra->cluster == "my-ctx");
     auto errs = errors_of("resources:\n  infra: aws/us-east-1\n  ports: 70000\nrun: x\n");
     CHECK(errs.size() == 2);
-    CHECK(contains(errs, "infra 'aws/us-east-1' is not supported"));
+    CHECK(contains(errs, "task.yaml:2:3: resources.infra: infra 'aws/us-east-1' names a cloud"));
+    CHECK(contains(errors_of("resources: {infra: nowhere}\nrun: x\n"), "infra 'nowhere' is not supported"));
     CHECK(contains(errs, "'70000' is not a port"));
 }
 
@@ -207,7 +208,8 @@ TEST_CASE("unknown keys get did-you-mean, cloud-only fields a precise message") 
     CHECK(contains(errs, "task.yaml:1:1: nmae: unknown field (did you mean 'name'?)"));
     CHECK(
         contains(errs, "task.yaml:3:3: resources.acelerators: unknown field (did you mean 'accelerators'?)"));
-    CHECK(contains(errs, "task.yaml:4:3: resources.instance_type: is a cloud-only field"));
+    CHECK(contains(errs, "task.yaml:4:3: resources.instance_type: instance_type 'p4d.24xlarge' is a cloud "
+                         "instance type"));
     auto far = errors_of("completely_unrelated: 1\nrun: x\n");
     REQUIRE(far.size() == 1);
     CHECK(far[0] == "task.yaml:1:1: completely_unrelated: unknown field");
@@ -357,7 +359,85 @@ TEST_CASE("workdir must be an existing directory") {
     auto errs = errors_of("workdir: /definitely/not/here\nrun: x\n");
     REQUIRE(errs.size() == 1);
     CHECK(errs[0] == "task.yaml:1:1: workdir: '/definitely/not/here' is not a directory");
-    CHECK(contains(errors_of("workdir: {url: https://x}\nrun: x\n"), "git workdir"));
+}
+
+TEST_CASE("a git workdir: url and ref, checked before anything runs") {
+    auto s = load_ok("workdir:\n  url: https://github.com/org/repo.git\n  ref: v1.2\nrun: x\n");
+    REQUIRE(s.git_workdir);
+    CHECK(s.git_workdir->url == "https://github.com/org/repo.git");
+    CHECK(s.git_workdir->ref == "v1.2");
+    CHECK_FALSE(s.workdir);
+    for (const char* url : {"git@github.com:org/repo.git", "ssh://git@host:22/org/repo", "file:///srv/repo",
+                            "git://127.0.0.1:9418/repo"}) {
+        INFO(url);
+        CHECK(load_ok(std::string("workdir: {url: '") + url + "'}\nrun: x\n").git_workdir->ref.empty());
+    }
+    CHECK(contains(errors_of("workdir: {ref: main}\nrun: x\n"), "workdir.url: a git workdir needs url"));
+    CHECK(contains(errors_of("workdir: {url: '-oProxyCommand=x'}\nrun: x\n"), "is not a git URL"));
+    CHECK(contains(errors_of("workdir: {url: 'not a url'}\nrun: x\n"), "is not a git URL"));
+    CHECK(contains(errors_of("workdir: {url: /local/path}\nrun: x\n"), "is not a git URL"));
+    for (const char* ref : {"-x", "a..b", "a b", "x.lock", "a:b", "a~1", "/a"}) {
+        INFO(ref);
+        CHECK(contains(errors_of(std::string("workdir: {url: 'https://h/r', ref: '") + ref + "'}\nrun: x\n"),
+                       "is not a branch, tag or commit name"));
+    }
+    CHECK(contains(errors_of("workdir: {url: 'https://h/r', branch: x}\nrun: x\n"),
+                   "workdir.branch: unknown field"));
+}
+
+TEST_CASE("accelerator sets as SkyPilot writes them: flow-style NAME:COUNT keys") {
+    auto flow = load_ok("resources:\n  accelerators: {A100-80GB:4, H100:8}\nrun: x\n");
+    REQUIRE(flow.resources.accelerators.size() == 2);
+    CHECK_FALSE(flow.resources.accelerators_ordered);
+    CHECK(flow.resources.accelerators[0].name == "A100-80GB");
+    CHECK(flow.resources.accelerators[0].count == 4);
+    CHECK(flow.resources.accelerators[1].count == 8);
+    auto quoted = load_ok("resources:\n  accelerators: {'A100:1', 'V100:1'}\nrun: x\n");
+    REQUIRE(quoted.resources.accelerators.size() == 2);
+    CHECK(quoted.resources.accelerators[1].name == "V100");
+    CHECK(contains(errors_of("resources:\n  accelerators: {'A100:1': 2}\nrun: x\n"), "not {NAME:COUNT: ...}"));
+    CHECK(contains(errors_of("resources:\n  accelerators: H100:1\n  gpus: H100:1\nrun: x\n"),
+                   "both accelerators and gpus"));
+}
+
+TEST_CASE("cloud alternatives are rejections, and only a task with nothing left is refused") {
+    auto s = load_ok("resources:\n  any_of:\n    - {infra: aws, accelerators: H100:8}\n"
+                     "    - {infra: k8s, accelerators: H100:1}\nrun: x\n");
+    REQUIRE(s.alternatives.size() == 2);
+    CHECK(s.alternatives[0].cloud_only.count("infra") == 1);
+    CHECK(s.alternatives[1].cloud_only.empty());
+    // A base pinned to a cloud is replaced by an alternative's own place.
+    auto based = load_ok("resources:\n  cloud: aws\n  ordered:\n    - {infra: slurm}\nrun: x\n");
+    CHECK(based.alternatives[0].cloud_only.empty());
+    auto errs = errors_of("resources:\n  instance_type: m5.large\n  any_of:\n    - {cpus: 2}\n"
+                          "    - {infra: gcp}\nrun: x\n");
+    CHECK(contains(errs, "task.yaml:2:3: resources.instance_type: instance_type 'm5.large' is a cloud"));
+    CHECK(contains(errs, "resources.any_of[1].infra: infra 'gcp' names a cloud"));
+}
+
+TEST_CASE("SkyPilot's keys are never unknown: honoured, noted as ignored, or refused with the reason") {
+    auto s = load_ok("resources:\n  disk_tier: best\n  autostop: {down: true}\n  priority: 3\n"
+                     "inputs: {s3://b: 1}\nconfig:\n  gcp: {vpc_name: x}\n"
+                     "  kubernetes: {provision_timeout: -1, remote_identity: {ctx-a: sa-a}}\n"
+                     "  slurm: {provision_timeout: 2m, sbatch_options: {t: '1:00:00', exclusive: null, "
+                     "mail-type: END}}\nrun: x\n");
+    CHECK(s.resources.hints.at("disk_tier") == "best");
+    CHECK(s.resources.hints.at("autostop") == nlohmann::json{{"down", true}});
+    REQUIRE(s.notes.size() == 2);
+    CHECK(s.notes[0].field == "inputs");
+    CHECK(s.notes[1].field == "config.gcp");
+    CHECK(s.notes[1].loc.line == 7);
+    CHECK(s.kubernetes.provision_timeout_seconds == -1);
+    CHECK(s.kubernetes.remote_identity == nlohmann::json{{"ctx-a", "sa-a"}});
+    CHECK(s.slurm.provision_timeout_seconds == 120);
+    CHECK(s.slurm.time == "1:00:00"); // folded from sbatch_options
+    CHECK(s.slurm.sbatch_options ==
+          std::vector<std::pair<std::string, std::string>>{{"exclusive", ""}, {"mail-type", "END"}});
+    auto errs = errors_of("service: {readiness_probe: /}\nconfig:\n  kubernetes: {networking: nodeport}\n"
+                          "  slurm: {sbatch_options: {output: x.log}}\nrun: x\n");
+    CHECK(contains(errs, "task.yaml:1:1: service: is a SkyPilot feature tandem does not support yet"));
+    CHECK(contains(errs, "config.kubernetes.networking: is a SkyPilot global setting"));
+    CHECK(contains(errs, "config.slurm.sbatch_options.output: --output is set by tandem from the task"));
 }
 
 TEST_CASE("closest_match finds near names only") {

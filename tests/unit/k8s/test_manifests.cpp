@@ -222,13 +222,60 @@ TEST_CASE("k8s manifests: secrets live in a Secret the Job references, never in 
           "k8s: secrets.bad key!: not a valid Secret key (letters, digits, '-', '_', '.')");
 }
 
+TEST_CASE("k8s manifests: SkyPilot's remote_identity, custom_metadata, pod limits and priority class") {
+    auto plan = plan_for(1, true);
+    plan.cpus = 2;
+    plan.memory_gb = 4;
+    plan.limits_factor = 1.5;
+    plan.service_account = "trainer";
+    plan.priority_class = "high";
+    auto spec = spec_with("echo");
+    spec.kubernetes.custom_metadata = {{"labels", {{"team", "ml"}, {"tandem.dev/job", "not-ours"}}},
+                                       {"annotations", {{"owner", "alice"}}}};
+    auto m = render(spec, plan);
+    const auto& c = container(m.jobs[0]);
+    CHECK(c["resources"]["limits"]["cpu"] == "3");
+    CHECK(c["resources"]["limits"]["memory"] == "6Gi");
+    const auto& pod = m.jobs[0]["spec"]["template"];
+    CHECK(pod["spec"]["serviceAccountName"] == "trainer");
+    CHECK(pod["spec"]["priorityClassName"] == "high");
+    CHECK(pod["metadata"]["labels"]["team"] == "ml");
+    CHECK(pod["metadata"]["annotations"]["owner"] == "alice");
+    CHECK(m.jobs[0]["metadata"]["labels"]["team"] == "ml");
+    CHECK(m.jobs[0]["metadata"]["labels"]["tandem.dev/job"] == "train-42-ab12c"); // tandem's own labels win
+
+    CHECK(service_account_for(nlohmann::json("sa"), "ctx") == "sa");
+    CHECK(service_account_for(nlohmann::json{{"ctx", "sa-ctx"}, {"other", "x"}}, "ctx") == "sa-ctx");
+    CHECK(service_account_for(nlohmann::json{{"other", "x"}}, "ctx").empty());
+    for (const char* skypilot : {"LOCAL_CREDENTIALS", "SERVICE_ACCOUNT", "NO_UPLOAD"}) {
+        CHECK(service_account_for(nlohmann::json(skypilot), "ctx").empty());
+    }
+    CHECK(service_account_for(nlohmann::json(), "ctx").empty());
+}
+
+TEST_CASE("k8s manifests: a git workdir is cloned in the pod before setup, into a folder per rank") {
+    auto spec = spec_with("cat version.txt");
+    spec.git_workdir = GitWorkdir{"https://example.com/org/repo.git", "v1"};
+    auto m = render(spec, plan_for(2, true));
+    const auto& c = container(m.jobs[0]);
+    const std::string program = c["command"][2].get<std::string>();
+    CHECK(program.find("tandem_git_checkout()") != std::string::npos);
+    CHECK(program.find("tandem_git_checkout \"$$TANDEM_GIT_DIR/rank-$$TANDEM_NODE_RANK\" || exit $$?") !=
+          std::string::npos);
+    CHECK(env_entry(m.jobs[0], "TANDEM_GIT_URL").value()["value"] == "https://example.com/org/repo.git");
+    CHECK(env_entry(m.jobs[0], "TANDEM_GIT_REF").value()["value"] == "v1");
+    CHECK(env_entry(m.jobs[0], "TANDEM_GIT_DIR").value()["value"] == "/tmp/tandem-workdir-train-42-ab12c");
+    auto plain = render(spec_with("x"), plan_for(1, true));
+    CHECK(container(plain.jobs[0])["command"][2].get<std::string>().find("git") == std::string::npos);
+}
+
 TEST_CASE("k8s manifests: GPUs as limits, with the product nodeSelector and the GPU toleration") {
     auto plan = plan_for(1, true);
     plan.gpu = GpuRequest{"nvidia.com/gpu", 2, "NVIDIA-H100-80GB-HBM3"};
     plan.cpus = 4.5;
     plan.memory_gb = 16;
+    plan.memory_exact = true; // `memory: 16` (not 16+): also the limit
     auto spec = spec_with("nvidia-smi");
-    spec.resources.memory_gb = Quantity{16, false};
     auto m = render(spec, plan);
     const auto& c = container(m.jobs[0]);
     CHECK(c["resources"]["limits"]["nvidia.com/gpu"] == "2");
@@ -246,7 +293,7 @@ TEST_CASE("k8s manifests: GPUs as limits, with the product nodeSelector and the 
     CHECK(pod["tolerations"][0]["key"] == "nvidia.com/gpu");
     CHECK(env_entry(m.jobs[0], "TANDEM_NUM_GPUS_PER_NODE").value()["value"] == "2");
 
-    spec.resources.memory_gb = Quantity{16, true}; // 16+: a floor, not a ceiling
+    plan.memory_exact = false; // 16+: a floor, not a ceiling
     auto floor = render(spec, plan);
     CHECK_FALSE(container(floor.jobs[0])["resources"]["limits"].contains("memory"));
 }

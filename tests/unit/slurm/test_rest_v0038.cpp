@@ -59,6 +59,10 @@ TEST_CASE("v0.0.38 payload of a minimal plan: no empty options, environment neve
     auto untyped = minimal_plan();
     untyped.gpus_per_node = 2;
     CHECK(v0038::submit_payload("x", untyped)["job"]["gres"] == "gpu:2");
+    auto no_time = minimal_plan();
+    no_time.time_limit_minutes.reset(); // the partition's own limit applies, as for a plain sbatch
+    CHECK_FALSE(v0038::submit_payload("x", no_time)["job"].contains("time_limit"));
+    CHECK(v0038::submit_payload("x", minimal_plan())["job"]["time_limit"] == 10);
 }
 
 TEST_CASE("v0.0.38 submit responses: the job id, or Slurm's error text") {

@@ -72,6 +72,9 @@ TEST_CASE("v0.0.40 payload of a minimal plan") {
     auto untyped = minimal_plan();
     untyped.gpus_per_node = 4;
     CHECK(v0040::submit_payload("x", untyped, ApiVersion::v0_0_41)["job"]["tres_per_node"] == "gres/gpu:4");
+    auto no_time = minimal_plan();
+    no_time.time_limit_minutes.reset(); // the partition's own limit applies, as for a plain sbatch
+    CHECK_FALSE(v0040::submit_payload("x", no_time, ApiVersion::v0_0_40)["job"].contains("time_limit"));
 }
 
 TEST_CASE("v0.0.40/41 submit responses") {

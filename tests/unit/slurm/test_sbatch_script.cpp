@@ -196,12 +196,32 @@ TEST_CASE("values no #SBATCH line can carry are refused, naming the option") {
     }
 }
 
-TEST_CASE("other refusals: no time limit, NUL bytes, bad names, oversized scripts") {
+TEST_CASE("no time asked: no --time line, and the script says which limit Slurm applies") {
     auto no_time = minimal_plan();
-    no_time.time_limit_minutes = 0;
+    no_time.time_limit_minutes.reset();
+    no_time.time_limit_note = "none: the partition has no DefaultTime and its MaxTime is UNLIMITED";
     auto r = render_sbatch_script(spec_with("", "x"), no_time);
-    REQUIRE_FALSE(r);
-    CHECK(r.error().message.find("time limit") != std::string::npos);
+    REQUIRE(r);
+    CHECK(r->find("#SBATCH --time") == std::string::npos);
+    CHECK(r->find("# No --time: the task sets no config.slurm.time, so Slurm applies none: the partition has "
+                  "no DefaultTime and its MaxTime is UNLIMITED.\n") != std::string::npos);
+}
+
+TEST_CASE("sbatch_options become #SBATCH lines, bare flags without a value") {
+    auto plan = minimal_plan();
+    plan.extra_options = {{"exclusive", ""}, {"mail-type", "END,FAIL"}};
+    auto r = render_sbatch_script(spec_with("", "x"), plan);
+    REQUIRE(r);
+    CHECK(r->find("#SBATCH --exclusive\n") != std::string::npos);
+    CHECK(r->find("#SBATCH --mail-type=END,FAIL\n") != std::string::npos);
+    plan.extra_options = {{"comment2", "a\nb"}};
+    CHECK_FALSE(render_sbatch_script(spec_with("", "x"), plan));
+}
+
+TEST_CASE("other refusals: NUL bytes, bad names, oversized scripts") {
+    auto zero = minimal_plan();
+    zero.time_limit_minutes = 0;
+    CHECK_FALSE(render_sbatch_script(spec_with("", "x"), zero));
 
     auto bad_name = minimal_plan();
     bad_name.environment = {{"A;B", "x"}};

@@ -85,6 +85,17 @@ TEST_CASE("squeue on 22.05: every state, exit statuses, times, and a name holdin
     CHECK(to_job_update(by_id(*jobs, "14")).state == JobState::cancelled);
 }
 
+TEST_CASE("squeue: a running job without a time limit has the end time NONE") {
+    // Printed by 22.05 for a job on a partition without MaxTime (seen on the testbed's `batch`).
+    auto jobs = cli::parse_squeue("12" + S + "RUNNING" + S + "None" + S + "0" + S + "1796317683" + S + "NONE" + S +
+                                  "cpu[1-2]" + S + "tandem-8beb4c2d7eac730a" + S + "git\n");
+    REQUIRE(jobs);
+    REQUIRE(jobs->size() == 1);
+    CHECK((*jobs)[0].start_time == 1796317683);
+    CHECK_FALSE((*jobs)[0].end_time);
+    CHECK(to_job_update((*jobs)[0]).state == JobState::running);
+}
+
 TEST_CASE("squeue: unexpected lines are errors quoting the line, never a wrong state") {
     for (const std::string& line :
          {"12" + S + "RUNNING",
@@ -137,22 +148,30 @@ TEST_CASE("sacct on 22.05: CANCELLED by UID, CODE:SIGNAL, Unknown times, None as
 }
 
 TEST_CASE("sinfo on 22.05: nodes and partitions feed the inventory") {
+    // Recorded from the testbed with a DefaultTime of 1:00:00 on gpu, and `batch` set up the stock way.
     auto view = cli::parse_sinfo(cli_fixture("sinfo-22.05.txt"));
     REQUIRE(view);
     REQUIRE(view->nodes.size() == 4);
-    REQUIRE(view->partitions.size() == 2);
+    REQUIRE(view->partitions.size() == 3);
     CHECK(view->partitions[0].name == "cpu");
     CHECK(view->partitions[0].is_default);
     CHECK(view->partitions[0].max_time_minutes == 24 * 60);
+    CHECK_FALSE(view->partitions[0].default_time_minutes); // n/a
     CHECK(view->partitions[0].nodes == std::vector<std::string>{"cpu1", "cpu2"});
     CHECK(view->partitions[1].max_time_minutes == 2 * 24 * 60);
+    CHECK(view->partitions[1].default_time_minutes == 60);
+    CHECK(view->partitions[2].name == "batch"); // no MaxTime: UNLIMITED
+    CHECK_FALSE(view->partitions[2].max_time_minutes);
+    CHECK_FALSE(view->partitions[2].default_time_minutes);
+    CHECK(view->nodes[0].partitions == std::vector<std::string>{"cpu", "batch"});
     CHECK(view->nodes[0].state == "mixed");
     CHECK(view->nodes[0].alloc_cpus == 1);
     CHECK(view->nodes[0].gres.empty());
     CHECK(view->nodes[2].gres == "gpu:h100:8");
     CHECK(view->nodes[2].partitions == std::vector<std::string>{"gpu"});
     auto inv = build_inventory("lab", view->partitions, view->nodes);
-    REQUIRE(inv.pools.size() == 2);
+    REQUIRE(inv.pools.size() == 3);
+    CHECK(inv.pools[1].default_time_minutes == 60);
     CHECK(inv.pools[1].accelerator == "h100");
     CHECK(inv.pools[1].gpus_per_node == 8);
     CHECK(inv.pools[1].gpus_free == 16);
@@ -165,8 +184,9 @@ TEST_CASE("sinfo: node states with flags, nodes in two partitions, split partiti
         "a1" + S + "down*" + S + "4" + S + "0/0/4/4" + S + "1000" + S + "(null)" + S + "gpu:0" + S + "p1*\n" +
         "a2" + S + "idle+drain" + S + "4" + S + "0/4/0/4" + S + "1000" + S + "(null)" + S + "gpu:0" + S +
         "p1*\n" + "a2" + S + "idle+drain" + S + "4" + S + "0/4/0/4" + S + "1000" + S + "(null)" + S +
-        "gpu:0" + S + "p2\n" + "tandem-partitions\n" + "p1*" + S + "up" + S + "infinite" + S + "a1\n" +
-        "p1*" + S + "up" + S + "infinite" + S + "a2\n" + "p2" + S + "up" + S + "30:00" + S + "a2\n";
+        "gpu:0" + S + "p2\n" + "tandem-partitions\n" + "p1*" + S + "up" + S + "infinite" + S + "a1" + S +
+        "n/a\n" + "p1*" + S + "up" + S + "infinite" + S + "a2" + S + "n/a\n" + "p2" + S + "up" + S + "30:00" +
+        S + "a2" + S + "10:00\n";
     auto view = cli::parse_sinfo(text);
     REQUIRE(view);
     REQUIRE(view->nodes.size() == 2);
@@ -177,10 +197,13 @@ TEST_CASE("sinfo: node states with flags, nodes in two partitions, split partiti
     CHECK(view->partitions[0].nodes == std::vector<std::string>{"a1", "a2"});
     CHECK_FALSE(view->partitions[0].max_time_minutes);
     CHECK(view->partitions[1].max_time_minutes == 30);
+    CHECK(view->partitions[1].default_time_minutes == 10);
 
     CHECK_FALSE(cli::parse_sinfo("a1" + S + "idle\ntandem-partitions\n"));
-    CHECK_FALSE(cli::parse_sinfo("tandem-partitions\np" + S + "up" + S + "soon" + S + "a1\n"));
-    CHECK_FALSE(cli::parse_sinfo("tandem-partitions\np" + S + "up" + S + "1:00" + S + "a[1-\n"));
+    CHECK_FALSE(cli::parse_sinfo("tandem-partitions\np" + S + "up" + S + "1:00" + S + "a1" + S + "later\n"));
+    CHECK_FALSE(cli::parse_sinfo("tandem-partitions\np" + S + "up" + S + "soon" + S + "a1" + S + "n/a\n"));
+    CHECK_FALSE(cli::parse_sinfo("tandem-partitions\np" + S + "up" + S + "1:00" + S + "a[1-" + S + "n/a\n"));
+    CHECK_FALSE(cli::parse_sinfo("tandem-partitions\np" + S + "up" + S + "1:00" + S + "a1\n")); // 4 fields
     auto cut = cli::parse_sinfo(cli_fixture("sinfo-22.05.txt").substr(0, 40));
     REQUIRE_FALSE(cut);
 }
