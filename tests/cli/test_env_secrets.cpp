@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include <catch2/catch.hpp>
 
@@ -291,4 +292,84 @@ TEST_CASE("workdir is the job's current directory", "[workdir]") {
         CHECK(m.exit_code == 2);
         CHECK(contains(m.err, "workdir"));
     }
+}
+
+namespace {
+
+// A git repository in `dir`: tag v1 (version.txt "v1"), then main ("main").
+void make_repo(const std::string& dir) {
+    std::filesystem::create_directories(dir);
+    auto git = [&](std::vector<std::string> args) {
+        std::vector<std::string> argv{"/usr/bin/git", "-C", dir, "-c", "user.email=t@example.com", "-c",
+                                      "user.name=t"};
+        argv.insert(argv.end(), args.begin(), args.end());
+        auto r = run(argv);
+        INFO(r);
+        REQUIRE(r.exit_code == 0);
+    };
+    git({"init", "-q", "-b", "main"});
+    for (const char* version : {"v1", "main"}) {
+        std::ofstream(dir + "/version.txt") << version << "\n";
+        git({"add", "version.txt"});
+        git({"commit", "-q", "-m", version});
+        if (std::string(version) == "v1") {
+            git({"tag", "v1"});
+        }
+    }
+}
+
+} // namespace
+
+TEST_CASE("a git workdir is cloned into the job's folder; GIT_TOKEN reaches the job as a secret only",
+          "[workdir]") {
+    TempHome t;
+    make_repo(t.path("repo"));
+    const std::string token = "ghp_not-a-real-token-123";
+    const auto task = t.write("git.yaml", "name: git\nworkdir:\n  url: file://" + t.path("repo") +
+                                              "\n  ref: v1\n"
+                                              "run: |\n  echo \"version=$(cat version.txt) in=$(basename "
+                                              "$(dirname $PWD))/$(basename $PWD)\"\n"
+                                              "  test \"$GIT_TOKEN\" = '" +
+                                              token + "' && echo token-arrived\n");
+    RunOptions options;
+    options.env = {{"GIT_TOKEN", token}};
+    std::vector<RunResult> runs;
+    runs.push_back(t.tandem({"plan", task}, options));
+    CHECK(contains(runs.back().out, "a clone of file://"));
+    runs.push_back(t.tandem({"launch", task}, options));
+    INFO(runs.back());
+    REQUIRE(runs.back().exit_code == 0);
+    CHECK(contains(runs.back().out, "version=v1 in=1/workdir"));
+    CHECK(contains(runs.back().out, "token-arrived"));
+    CHECK(file_exists(t.job_dir(1) + "/workdir/version.txt"));
+    runs.push_back(t.tandem({"status", "1", "--json"}));
+    runs.push_back(t.tandem({"logs", "1"}));
+    check_secret_absent(t, token, runs);
+}
+
+TEST_CASE("a git workdir that cannot be cloned fails before setup with git's message", "[workdir]") {
+    TempHome t;
+    make_repo(t.path("repo"));
+    const auto task = t.write("git.yaml", "name: git\nworkdir:\n  url: file://" + t.path("repo") +
+                                              "\n  ref: no-such-ref\nsetup: echo setup-ran\nrun: echo run-ran\n");
+    auto r = t.tandem({"launch", task});
+    INFO(r);
+    CHECK(r.exit_code == 128);
+    CHECK(contains(r.out, "Remote branch no-such-ref not found"));
+    CHECK(contains(r.out, "could not be cloned (git exit 128); setup and run did not start"));
+    CHECK_FALSE(contains(r.out, "setup-ran"));
+    CHECK(t.job_json(1)["state"] == "FAILED");
+}
+
+TEST_CASE("GIT_SSH_KEY_PATH that is not a private key is bad input: exit 2, nothing recorded", "[workdir]") {
+    TempHome t;
+    const auto task = t.write("git.yaml", "workdir: {url: 'git@example.com:org/repo.git'}\nrun: ls\n");
+    const auto not_key = t.write("not-a-key", "hello\n");
+    RunOptions options;
+    options.env = {{"GIT_SSH_KEY_PATH", not_key}};
+    auto r = t.tandem({"launch", task}, options);
+    INFO(r);
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, "tandem: error: GIT_SSH_KEY_PATH=" + not_key + ": not a readable private key file"));
+    CHECK(t.jobs_json().empty()); // nothing recorded
 }

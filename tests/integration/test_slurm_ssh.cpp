@@ -23,9 +23,13 @@ TEST_CASE("ssh: check and infra read the cluster through sinfo") {
     REQUIRE(infra.exit_code == 0);
     auto j = nlohmann::json::parse(infra.out);
     auto pools = j["clusters"][0]["pools"];
-    REQUIRE(pools.size() == 2);
+    REQUIRE(pools.size() == 3);
     CHECK(pools[1]["name"] == "gpu");
     CHECK(pools[1]["gpus_total"] == 16);
+    CHECK(pools[0]["is_default"] == true);
+    CHECK(pools[2]["name"] == "batch"); // set up the stock way: no MaxTime, no DefaultTime
+    CHECK(pools[2]["max_time_minutes"].is_null());
+    CHECK(pools[2]["default_time_minutes"].is_null());
 }
 
 TEST_CASE("ssh: a CPU job runs, its output is followed and readable, and it ends SUCCEEDED") {

@@ -272,3 +272,28 @@ TEST_CASE("srun asks for one task per node, and repeats --cpus-per-task (22.05 d
     const auto without = render(spec_with("", "x"), minimal_plan());
     CHECK(without.find("--cpus-per-task") == std::string::npos);
 }
+
+TEST_CASE("a git workdir: every node clones it into its own folder before setup") {
+    auto spec = spec_with("pip install -e .", "python train.py");
+    spec.git_workdir = GitWorkdir{"https://example.com/org/repo.git", "main"};
+    auto plan = minimal_plan();
+    plan.submit_token = "tandem-0123456789abcdef";
+    plan.environment.emplace_back("TANDEM_GIT_URL", "https://example.com/org/repo.git");
+    auto script = render_sbatch_script(spec, plan);
+    REQUIRE(script);
+    CHECK(script->find("export TANDEM_GIT_DIR=\"$HOME/.tandem/workdirs/\"'tandem-0123456789abcdef'\n") !=
+          std::string::npos);
+    CHECK(script->find("export TANDEM_GIT_URL='https://example.com/org/repo.git'\n") != std::string::npos);
+    // The node program (one quoted word) defines the clone function and calls it before setup.
+    const auto node = script->find("tandem_node=");
+    REQUIRE(node != std::string::npos);
+    const auto function = script->find("tandem_git_checkout() {", node);
+    const auto call = script->find("tandem_git_checkout \"$TANDEM_GIT_DIR/rank-$SLURM_NODEID\" || exit $?", node);
+    const auto setup = script->find("tandem-setup", node);
+    CHECK(function != std::string::npos);
+    CHECK(call != std::string::npos);
+    CHECK(call < setup);
+    auto plain = render_sbatch_script(spec_with("", "x"), minimal_plan());
+    REQUIRE(plain);
+    CHECK(plain->find("tandem_git_checkout") == std::string::npos);
+}
