@@ -66,22 +66,71 @@ Status add_git_credentials(Context& ctx, TaskSpec& spec) {
 
 } // namespace
 
-Result<TaskSpec> load_task(Context& ctx, const SpecFlags& flags) {
-    auto loaded = load_spec_file(flags.file, flags.overrides, ctx.load_options());
-    if (!loaded.spec) {
-        return fail(ErrorKind::invalid_spec, format_diagnostics(loaded.diagnostics));
-    }
-    if (loaded.spec->git_workdir) {
-        if (auto ok = add_git_credentials(ctx, *loaded.spec); !ok) {
-            return tl::unexpected(ok.error());
+namespace {
+
+// The checks after loading that need the configuration: git credentials, backend support.
+Status ready_task(Context& ctx, TaskSpec& spec) {
+    if (spec.git_workdir) {
+        if (auto ok = add_git_credentials(ctx, spec); !ok) {
+            return ok;
         }
     }
-    auto unsupported = check_backend_support(*loaded.spec, ctx.configured_kinds());
+    auto unsupported = check_backend_support(spec, ctx.configured_kinds());
     if (!unsupported.empty()) {
         return fail(ErrorKind::invalid_spec, format_diagnostics(unsupported),
                     "no configured cluster can honour this; change the task or add a cluster that can");
     }
-    return std::move(*loaded.spec);
+    return {};
+}
+
+} // namespace
+
+Result<LoadedFile> load_task_or_group(Context& ctx, const SpecFlags& flags) {
+    auto loaded = load_task_file(flags.file, flags.overrides, ctx.load_options());
+    if (!loaded.diagnostics.empty()) {
+        return fail(ErrorKind::invalid_spec, format_diagnostics(loaded.diagnostics));
+    }
+    LoadedFile out;
+    if (loaded.group) {
+        for (auto& member : loaded.group->members) {
+            if (auto ok = ready_task(ctx, member); !ok) {
+                return fail(ok.error().kind, "task " + member.name + ": " + ok.error().message, ok.error().hint);
+            }
+        }
+        out.group = std::move(loaded.group);
+    } else {
+        if (auto ok = ready_task(ctx, *loaded.task); !ok) {
+            return tl::unexpected(ok.error());
+        }
+        out.task = std::move(loaded.task);
+    }
+    return out;
+}
+
+Result<TaskSpec> load_task(Context& ctx, const SpecFlags& flags) {
+    auto loaded = load_task_or_group(ctx, flags);
+    if (!loaded) {
+        return tl::unexpected(loaded.error());
+    }
+    if (loaded->group) {
+        const auto& g = *loaded->group;
+        return fail(ErrorKind::invalid_spec,
+                    fmt::format("{}: a {} of {} tasks ({}); launching pipelines and job groups is not built yet",
+                                flags.file, g.kind == GroupKind::parallel ? "job group" : "pipeline",
+                                g.members.size(), g.name),
+                    fmt::format("`tandem plan {}` shows where each task would run", flags.file));
+    }
+    return std::move(*loaded->task);
+}
+
+Result<PlannedTask> plan_loaded_task(Context& ctx, TaskSpec spec, std::chrono::seconds max_age) {
+    auto inventory = gather_inventory(ctx, max_age);
+    if (!inventory) {
+        return tl::unexpected(inventory.error());
+    }
+    PlannedTask planned{std::move(spec), std::move(*inventory), {}};
+    planned.plan = plan(planned.spec, planned.inventory, ctx.config().planner);
+    return planned;
 }
 
 namespace {
@@ -140,13 +189,7 @@ Result<PlannedTask> plan_task(Context& ctx, const SpecFlags& flags, std::chrono:
     if (!spec) {
         return tl::unexpected(spec.error());
     }
-    auto inventory = gather_inventory(ctx, max_age);
-    if (!inventory) {
-        return tl::unexpected(inventory.error());
-    }
-    PlannedTask planned{std::move(*spec), std::move(*inventory), {}};
-    planned.plan = plan(planned.spec, planned.inventory, ctx.config().planner);
-    return planned;
+    return plan_loaded_task(ctx, std::move(*spec), max_age);
 }
 
 std::string rejection_line(const Rejection& r) {

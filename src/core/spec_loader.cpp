@@ -214,35 +214,28 @@ std::string format_diagnostics(const std::vector<Diagnostic>& ds) {
     return out;
 }
 
-SpecLoad load_spec(std::string_view text, const std::string& file_name, const SpecOverrides& overrides,
-                   const LoadOptions& options) {
-    SpecLoad result;
-    auto& diags = result.diagnostics;
+namespace detail {
+
+std::optional<std::vector<YAML::Node>> load_documents(std::string_view text, const std::string& file_name,
+                                                      std::vector<Diagnostic>& diags) {
     YamlWalker walker(file_name, diags);
-    std::vector<YAML::Node> docs;
     try {
-        docs = YAML::LoadAll(std::string(text));
+        return YAML::LoadAll(std::string(text));
     } catch (const YAML::DeepRecursion& e) {
         // yaml-cpp's depth guard reuses its "bad file" text; say what actually happened.
         diags.push_back(
             Diagnostic{walker.loc(e.mark), "", "invalid YAML: the document is nested too deeply"});
-        return result;
     } catch (const YAML::Exception& e) {
         diags.push_back(Diagnostic{walker.loc(e.mark), "", "invalid YAML: " + e.msg});
-        return result;
     }
-    if (docs.size() > 1) {
-        diags.push_back(
-            Diagnostic{walker.loc(docs[1]), "",
-                       "the file holds several YAML documents (---); tandem takes one task per file "
-                       "for now"});
-        return result;
-    }
-    if (docs.empty() || docs[0].IsNull()) {
-        diags.push_back(Diagnostic{SourceLoc{file_name, 1, 1}, "", "the task file is empty"});
-        return result;
-    }
-    const YAML::Node& root = docs[0];
+    return std::nullopt;
+}
+
+SpecLoad load_spec_root(const YAML::Node& root, const std::string& file_name, const SpecOverrides& overrides,
+                        const LoadOptions& options) {
+    SpecLoad result;
+    auto& diags = result.diagnostics;
+    YamlWalker walker(file_name, diags);
     if (!root.IsMap()) {
         diags.push_back(
             Diagnostic{walker.loc(root), "", "a task must be a mapping (name:, resources:, run: ...)"});
@@ -265,17 +258,44 @@ SpecLoad load_spec(std::string_view text, const std::string& file_name, const Sp
     return result;
 }
 
-SpecLoad load_spec_file(const std::string& path, const SpecOverrides& overrides, const LoadOptions& options) {
+} // namespace detail
+
+SpecLoad load_spec(std::string_view text, const std::string& file_name, const SpecOverrides& overrides,
+                   const LoadOptions& options) {
+    SpecLoad result;
+    auto docs = detail::load_documents(text, file_name, result.diagnostics);
+    if (!docs) {
+        return result;
+    }
+    if (docs->size() > 1) {
+        YamlWalker walker(file_name, result.diagnostics);
+        walker.error((*docs)[1], "",
+                     "the file holds several YAML documents (---), a pipeline or job group; load it as one");
+        return result;
+    }
+    if (docs->empty() || (*docs)[0].IsNull()) {
+        result.diagnostics.push_back(Diagnostic{SourceLoc{file_name, 1, 1}, "", "the task file is empty"});
+        return result;
+    }
+    return detail::load_spec_root((*docs)[0], file_name, overrides, options);
+}
+
+std::optional<std::string> read_task_text(const std::string& path, std::vector<Diagnostic>& diags) {
     std::ifstream in(path, std::ios::binary);
     std::error_code ec;
     if (!in || std::filesystem::is_directory(path, ec)) {
-        SpecLoad result;
-        result.diagnostics.push_back(Diagnostic{SourceLoc{path, 0, 0}, "", "cannot read the task file"});
-        return result;
+        diags.push_back(Diagnostic{SourceLoc{path, 0, 0}, "", "cannot read the task file"});
+        return std::nullopt;
     }
     std::ostringstream text;
     text << in.rdbuf();
-    return load_spec(text.str(), path, overrides, options);
+    return text.str();
+}
+
+SpecLoad load_spec_file(const std::string& path, const SpecOverrides& overrides, const LoadOptions& options) {
+    SpecLoad result;
+    auto text = read_task_text(path, result.diagnostics);
+    return text ? load_spec(*text, path, overrides, options) : result;
 }
 
 std::optional<std::string> closest_match(std::string_view word,

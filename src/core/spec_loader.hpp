@@ -46,6 +46,9 @@ SpecLoad load_spec(std::string_view text, const std::string& file_name, const Sp
                    const LoadOptions& options);
 SpecLoad load_spec_file(const std::string& path, const SpecOverrides& overrides, const LoadOptions& options);
 
+// The text of a task file, or a diagnostic when it cannot be read.
+std::optional<std::string> read_task_text(const std::string& path, std::vector<Diagnostic>& diagnostics);
+
 // A field no configured backend kind can honour is an error here, naming each kind and why.
 std::vector<Diagnostic> check_backend_support(const TaskSpec& spec, const std::vector<BackendKind>& kinds);
 

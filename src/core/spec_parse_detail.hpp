@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include <yaml-cpp/yaml.h>
+
 #include "core/spec_loader.hpp"
 
 namespace tandem::detail {
@@ -31,5 +33,13 @@ void apply_overrides(ParsedSpec& parsed, const SpecOverrides& overrides, const L
 
 // Moves resolved envs/secrets into the spec; a value still null is an error.
 void resolve_pending(ParsedSpec& parsed, std::vector<Diagnostic>& diagnostics);
+
+// Every YAML document of a task file (yaml-cpp's errors become one diagnostic, nullopt).
+std::optional<std::vector<YAML::Node>> load_documents(std::string_view text, const std::string& file_name,
+                                                      std::vector<Diagnostic>& diagnostics);
+
+// One task from one document: the whole walk, overrides and checks (what load_spec does for a file).
+SpecLoad load_spec_root(const YAML::Node& root, const std::string& file_name, const SpecOverrides& overrides,
+                        const LoadOptions& options);
 
 } // namespace tandem::detail

@@ -103,13 +103,24 @@ TEST_CASE("a task with neither run nor setup is refused", "[bad-input]") {
     CHECK(errors.size() == 1);
 }
 
-TEST_CASE("several YAML documents in one file are refused", "[bad-input]") {
+TEST_CASE("several YAML documents are a pipeline: plan shows each task, launch refuses it for now",
+          "[bad-input]") {
     TempHome t;
-    const auto file = fixture("bad_multi_document.yaml");
-    auto errors = expect_rejected(t, file, "", "several YAML documents");
-    REQUIRE(errors.size() == 1);
-    // The second document starts on line 4.
-    CHECK(errors[0].rfind(k_error + file + ":4:1: ", 0) == 0);
+    const auto file = fixture("bad_multi_document.yaml"); // two named tasks, no header
+    auto plan = t.tandem({"plan", file});
+    INFO(plan);
+    CHECK(plan.exit_code == 0);
+    CHECK(contains(plan.out, "Pipeline bad_multi_document (" + file + "): 2 task(s), run one after another"));
+    CHECK(contains(plan.out, "== first =="));
+    CHECK(contains(plan.out, "== second =="));
+    auto r = t.tandem({"launch", file});
+    INFO(r);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(contains(r.err, k_error + file + ": a pipeline of 2 tasks (bad_multi_document); launching pipelines "
+                                           "and job groups is not built yet"));
+    CHECK(contains(r.err, "hint: `tandem plan " + file + "` shows where each task would run"));
+    CHECK(t.jobs_json().empty());
 }
 
 TEST_CASE("every error of a file is reported at once", "[bad-input]") {
