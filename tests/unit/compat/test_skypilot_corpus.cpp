@@ -3,6 +3,7 @@
 // against recorded inventories of the two testbeds, and must do what its `# expect` lines say.
 
 #include <algorithm>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -15,6 +16,7 @@
 #include "core/planner.hpp"
 #include "core/skypilot_keys.hpp"
 #include "core/spec_loader.hpp"
+#include "core/task_group.hpp"
 
 using namespace tandem;
 namespace fs = std::filesystem;
@@ -198,4 +200,43 @@ TEST_CASE("no row of the key table repeats a key, and refused rows say why") {
             CHECK_FALSE(keys[i].note.empty());
         }
     }
+}
+
+TEST_CASE("every pipeline and job group of the corpus: each task placed where its expect-member says") {
+    const Inventory inventory = recorded_inventory();
+    int files = 0;
+    for (const auto& entry : fs::directory_iterator(k_fixtures + "/skypilot/groups")) {
+        if (entry.path().extension() != ".yaml") {
+            continue;
+        }
+        ++files;
+        const std::string text = read_text(entry.path());
+        INFO(entry.path().filename().string());
+        std::map<std::string, std::string> want; // member -> CLUSTER/POOL or "none"
+        std::istringstream lines(text);
+        for (std::string line; std::getline(lines, line);) {
+            const std::string prefix = "# expect-member: ";
+            if (line.rfind(prefix, 0) == 0) {
+                const auto rest = line.substr(prefix.size());
+                want[rest.substr(0, rest.find(' '))] = rest.substr(rest.find(' ') + 1);
+            }
+        }
+        LoadOptions options;
+        options.base_dir = entry.path().parent_path().string();
+        options.getenv = [](const std::string&) { return std::nullopt; };
+        auto loaded = load_task_text(text, entry.path().filename().string(), {}, options);
+        INFO(format_diagnostics(loaded.diagnostics));
+        REQUIRE(loaded.group);
+        CHECK(loaded.group->members.size() == want.size());
+        for (const auto& member : loaded.group->members) {
+            INFO(member.name);
+            CHECK(check_backend_support(member, {BackendKind::slurm, BackendKind::kubernetes}).empty());
+            const auto p = plan(member, inventory);
+            const std::string got =
+                p.placements.empty() ? "none" : p.placements.front().cluster + "/" + p.placements.front().pool;
+            REQUIRE(want.count(member.name) == 1);
+            CHECK(got == want[member.name]);
+        }
+    }
+    CHECK(files >= 3);
 }
