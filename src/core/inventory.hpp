@@ -45,6 +45,9 @@ struct ClusterInventory {
     std::string error_hint; // how to fix it, when the backend knows (a host key to trust, a token to renew)
     ErrorKind error_kind = ErrorKind::unavailable;
     std::vector<Pool> pools;
+    // Whether extra sbatch options (config.slurm.sbatch_options) reach the scheduler: sbatch over SSH
+    // reads them, slurmrestd does not.
+    bool sbatch_options = true;
 };
 
 struct Inventory {

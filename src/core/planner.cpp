@@ -115,7 +115,12 @@ bool cluster_matches(const ClusterInventory& cluster, std::string_view wanted) {
 }
 
 // Why no pool of `cluster` can take this option, or empty.
-std::string cluster_mismatch(const Candidate& c, const ClusterInventory& cluster) {
+std::string cluster_mismatch(const Candidate& c, const TaskSpec& spec, const ClusterInventory& cluster) {
+    if (cluster.kind == BackendKind::slurm && !cluster.sbatch_options && !spec.slurm.sbatch_options.empty()) {
+        return fmt::format("config.slurm.sbatch_options.{}: the cluster is reached over slurmrestd, which takes "
+                           "no sbatch options beyond tandem's fields (reach it over ssh:)",
+                           spec.slurm.sbatch_options.front().first);
+    }
     if (const auto& pin = c.option->resources.infra) {
         const auto kind = backend_kind_from_string(pin->kind);
         if (!kind || *kind != cluster.kind ||
@@ -327,7 +332,7 @@ Plan plan(const TaskSpec& spec, const Inventory& inventory, const PlannerPolicy&
             if (!c.option->resources.cloud_only.empty()) {
                 continue; // one rejection for the option below, not one per cluster
             }
-            if (auto why = cluster_mismatch(c, cluster); !why.empty()) {
+            if (auto why = cluster_mismatch(c, spec, cluster); !why.empty()) {
                 out.rejections.push_back({cluster.name, {}, c.option->label, std::move(why)});
                 continue;
             }

@@ -135,7 +135,7 @@ std::vector<std::string> credential_values(const Headers& headers) {
 }
 
 ErrorKind classify_status(int status) {
-    if (status == 401 || status == 403) {
+    if (status == 401 || status == 403 || status == 511) { // 511: slurmrestd 23.11+ refusing a token
         return ErrorKind::unauthorized;
     }
     if (status == 404) {
@@ -180,6 +180,8 @@ std::string_view standard_reason(int status) {
         return "Service Unavailable";
     case 504:
         return "Gateway Timeout";
+    case 511:
+        return "Network Authentication Required";
     default:
         return "";
     }

@@ -227,13 +227,25 @@ Result<std::vector<SlurmJob>> parse_squeue(std::string_view out) {
             return unexpected_line("squeue", line, "the state is not a Slurm state name");
         }
         j.state_reason = (*f)[2];
-        // exit_code is the raw wait status: 768 is exit 3, 9 is SIGKILL.
-        auto status = to_int((*f)[3]);
-        if (!status || *status < 0) {
-            return unexpected_line("squeue", line, "the exit code is not a number");
+        // exit_code: up to 23.x the raw wait status (768 is exit 3, 9 is SIGKILL); 24.x prints EXIT:SIGNAL
+        // (3:0, 0:9) as sacct does.
+        const std::string& code = (*f)[3];
+        if (const auto colon = code.find(':'); colon != std::string::npos) {
+            auto exit = to_int(std::string_view(code).substr(0, colon));
+            auto sig = to_int(std::string_view(code).substr(colon + 1));
+            if (!exit || !sig || *exit < 0 || *sig < 0) {
+                return unexpected_line("squeue", line, "the exit code is not EXIT:SIGNAL");
+            }
+            j.exit_code = static_cast<int>(*exit);
+            j.signal = static_cast<int>(*sig);
+        } else {
+            auto status = to_int(code);
+            if (!status || *status < 0) {
+                return unexpected_line("squeue", line, "the exit code is not a number");
+            }
+            j.exit_code = static_cast<int>((*status >> 8) & 0xff);
+            j.signal = static_cast<int>(*status & 0x7f);
         }
-        j.exit_code = static_cast<int>((*status >> 8) & 0xff);
-        j.signal = static_cast<int>(*status & 0x7f);
         auto start = parse_time((*f)[4]);
         auto end = parse_time((*f)[5]);
         if (!start || !end) {

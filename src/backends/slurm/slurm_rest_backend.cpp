@@ -89,7 +89,7 @@ Result<nlohmann::json> SlurmRestBackend::call(const std::string& method, const s
     }
     request.timeout = m_settings.timeout;
     request.idempotent = idempotent;
-    request.pass_statuses = {400, 404, 500};
+    request.pass_statuses = {400, 401, 404, 500, 511};
     if (jobs_only) {
         request.pass_statuses.push_back(304);
     }
@@ -124,6 +124,14 @@ Result<nlohmann::json> SlurmRestBackend::call(const std::string& method, const s
             Error{ErrorKind::remote,
                   fmt::format("slurmrestd answered HTTP {} with non-JSON: {}", response->status, excerpt),
                   {}});
+    }
+    // 23.11 and later answer a wrong or expired token with 511 (error 1007, "Protocol authentication
+    // error"; on some paths errors[] is empty), and a request without one with 401.
+    if (response->status == 511 || response->status == 401) {
+        return named(Error{ErrorKind::unauthorized,
+                           fmt::format("slurmrestd at {} refused the token of user {} (HTTP {})", rest.url,
+                                       rest.user, response->status),
+                           {}});
     }
     if (response->status >= 400) {
         auto err = slurm::rest::response_error(json);
@@ -221,15 +229,21 @@ Result<std::string> SlurmRestBackend::check() {
     if (!partitions) {
         return tl::unexpected(partitions.error());
     }
-    return fmt::format("slurmrestd at {}, API {}{}, user {}", m_settings.rest->url,
-                       to_string(choice->version), choice->accounting ? " + accounting" : "",
-                       m_settings.rest->user);
+    // The release is meta.Slurm.release up to 23.x, meta.slurm.release from 24.x.
+    std::string release = slurm::rest::text(slurm::rest::at_path(*ping, {"meta", "Slurm"}), "release");
+    if (release.empty()) {
+        release = slurm::rest::text(slurm::rest::at_path(*ping, {"meta", "slurm"}), "release");
+    }
+    return fmt::format("{}slurmrestd at {}, API {}{}, user {}", release.empty() ? "" : "Slurm " + release + ", ",
+                       m_settings.rest->url, to_string(choice->version),
+                       choice->accounting ? " + accounting" : "", m_settings.rest->user);
 }
 
 Result<ClusterInventory> SlurmRestBackend::inventory(std::chrono::seconds max_age) {
     if (max_age.count() > 0) {
         if (auto cached = backends::read_inventory_cache(m_inventory_file, m_settings.rest->url, m_cluster,
                                                          BackendKind::slurm, max_age)) {
+            cached->sbatch_options = false;
             m_inventory = *cached;
             return *cached;
         }
@@ -255,6 +269,7 @@ Result<ClusterInventory> SlurmRestBackend::inventory(std::chrono::seconds max_ag
         return tl::unexpected(e);
     }
     ClusterInventory inv = build_inventory(m_cluster, *partitions, *nodes);
+    inv.sbatch_options = false; // slurmrestd reads no #SBATCH line
     m_inventory = inv;
     backends::write_inventory_cache(m_inventory_file, m_settings.rest->url, inv);
     return inv;

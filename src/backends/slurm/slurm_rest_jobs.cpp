@@ -141,6 +141,12 @@ Result<std::optional<std::vector<JobUpdate>>>
 SlurmRestBackend::incremental_refresh(const std::vector<JobRecord>& jobs,
                                       const std::vector<std::string>& ids) {
     using Maybe = std::optional<std::vector<JobUpdate>>;
+    // Only v0.0.38 (Slurm 22.05) answers an unchanged ?update_time= with 304. Slurm 24.11 refuses Unix
+    // seconds there (422 "Parsing of ... for timestamp failed"), and in the forms it takes (an ISO time,
+    // "now-N") answers 200 with only the changed jobs, which would always need a second, full request.
+    if (m_api->version != ApiVersion::v0_0_38) {
+        return Maybe{};
+    }
     std::ifstream in(m_jobs_snapshot_file);
     if (!in) {
         return Maybe{};
@@ -205,7 +211,9 @@ Result<std::vector<JobUpdate>> SlurmRestBackend::refresh(const std::vector<JobRe
     if (!listed) {
         return tl::unexpected(listed.error());
     }
-    store_snapshot(sent_at, **answer, ids);
+    if (choice->version == ApiVersion::v0_0_38) { // the one version with an incremental refresh (above)
+        store_snapshot(sent_at, **answer, ids);
+    }
     return updates_from(*listed, jobs);
 }
 

@@ -326,3 +326,30 @@ TEST_CASE("planner: config.slurm.partition pins Slurm pools and is ignored elsew
     CHECK(reason_of(p, "s", "gpu") == "config.slurm.partition is cpu");
     CHECK(placement_at(p, "k8s/prod", "nodes") != nullptr);
 }
+
+TEST_CASE("planner: sbatch_options rule out a Slurm cluster reached over slurmrestd, not one over ssh") {
+    auto rest = cluster("rest", BackendKind::slurm, {cpu_pool("cpu")});
+    rest.sbatch_options = false;
+    auto ssh = cluster("ssh", BackendKind::slurm, {cpu_pool("cpu")});
+    auto spec = task();
+    const Inventory inv{{rest, ssh}};
+    CHECK(ranked(plan(spec, inv)) == std::vector<std::string>{"rest/cpu", "ssh/cpu"});
+    spec.slurm.sbatch_options = {{"exclusive", ""}};
+    const auto p = plan(spec, inv);
+    CHECK(ranked(p) == std::vector<std::string>{"ssh/cpu"});
+    CHECK_THAT(reason_of(p, "rest", ""), Catch::StartsWith("config.slurm.sbatch_options.exclusive: the cluster is "
+                                                           "reached over slurmrestd"));
+}
+
+TEST_CASE("planner: the default partition wins a tie, and cpu_partition takes tasks without GPUs") {
+    auto a = cpu_pool("a");
+    auto b = cpu_pool("b");
+    b.is_default = true;
+    const Inventory inv{{cluster("s", BackendKind::slurm, {a, b})}};
+    auto spec = task();
+    CHECK(ranked(plan(spec, inv)) == std::vector<std::string>{"s/b", "s/a"});
+    spec.slurm.cpu_partition = "a";
+    const auto p = plan(spec, inv);
+    CHECK(ranked(p) == std::vector<std::string>{"s/a"});
+    CHECK(reason_of(p, "s", "b") == "config.slurm.cpu_partition is a");
+}

@@ -28,6 +28,7 @@ TEST_CASE("parse_target keeps host:port and path, drops user-info, query and fra
 TEST_CASE("statuses are classified so that only transient ones are retryable") {
     CHECK(classify_status(401) == ErrorKind::unauthorized);
     CHECK(classify_status(403) == ErrorKind::unauthorized);
+    CHECK(classify_status(511) == ErrorKind::unauthorized); // slurmrestd 23.11+: a refused token, not an outage
     CHECK(classify_status(404) == ErrorKind::not_found);
     CHECK(classify_status(408) == ErrorKind::timeout);
     CHECK(classify_status(504) == ErrorKind::timeout);

@@ -96,6 +96,23 @@ TEST_CASE("squeue: a running job without a time limit has the end time NONE") {
     CHECK(to_job_update((*jobs)[0]).state == JobState::running);
 }
 
+TEST_CASE("squeue on 24.11: the exit code as EXIT:SIGNAL") {
+    // Slurm 24.11's squeue prints `3:0` where 22.05 printed the wait status 768.
+    auto jobs = cli::parse_squeue("7" + S + "FAILED" + S + "NonZeroExitCode" + S + "3:0" + S + "1796315480" + S +
+                                  "1796315489" + S + "c1" + S + "tandem-x" + S + "exit3\n" + "8" + S + "FAILED" + S +
+                                  "RaisedSignal:9_Killed" + S + "0:9" + S + "1796315480" + S + "1796315489" + S + "c1" +
+                                  S + "(null)" + S + "killed\n");
+    REQUIRE(jobs);
+    REQUIRE(jobs->size() == 2);
+    CHECK((*jobs)[0].exit_code == 3);
+    CHECK((*jobs)[0].signal == 0);
+    CHECK(to_job_update((*jobs)[0]).exit_code == 3);
+    CHECK((*jobs)[1].signal == 9);
+    CHECK(to_job_update((*jobs)[1]).exit_code == 137);
+    CHECK_FALSE(cli::parse_squeue("7" + S + "FAILED" + S + "x" + S + "3:x" + S + "1" + S + "2" + S + "c1" + S + "c" +
+                                  S + "n\n"));
+}
+
 TEST_CASE("squeue: unexpected lines are errors quoting the line, never a wrong state") {
     for (const std::string& line :
          {"12" + S + "RUNNING",
