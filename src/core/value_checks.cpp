@@ -23,13 +23,21 @@ tl::expected<void, std::string> check_git_url(std::string_view url) {
     }
     if (has_space_or_control(url) || url.front() == '-') {
         return tl::unexpected(
-            fmt::format("'{}' is not a git URL (no spaces or control characters, no leading '-')", url));
+            std::string("is not a git URL (no spaces or control characters, no leading '-')"));
     }
     constexpr std::array<std::string_view, 5> schemes{"https://", "http://", "ssh://", "git://", "file://"};
     for (auto scheme : schemes) {
         if (url.starts_with(scheme)) {
             if (url.size() == scheme.size()) {
                 break;
+            }
+            // user:password@ would put a credential in the job record, `plan` and the job's log.
+            const auto authority = url.substr(scheme.size(), url.find('/', scheme.size()) - scheme.size());
+            const auto at = authority.rfind('@');
+            if (at != std::string_view::npos && authority.substr(0, at).find(':') != std::string_view::npos) {
+                return tl::unexpected(std::string(
+                    "has a password or token in it; give the token in GIT_TOKEN (or a key in GIT_SSH_KEY_PATH) "
+                    "when you launch, as SkyPilot does"));
             }
             return {};
         }
@@ -40,9 +48,9 @@ tl::expected<void, std::string> check_git_url(std::string_view url) {
         colon + 1 < url.size() && url.substr(0, colon).find('/') == std::string_view::npos) {
         return {};
     }
-    return tl::unexpected(fmt::format("'{}' is not a git URL: use https://host/owner/repo, "
-                                      "ssh://user@host/owner/repo, user@host:owner/repo, git:// or file://",
-                                      url));
+    // The URL is not echoed: a malformed one may still hold a credential.
+    return tl::unexpected(std::string("is not a git URL: use https://host/owner/repo, ssh://user@host/owner/repo, "
+                                      "user@host:owner/repo, git:// or file://"));
 }
 
 bool is_cloud_name(std::string_view name) {

@@ -239,8 +239,7 @@ Result<std::string> render_sbatch_script(const TaskSpec& spec, const SubmitPlan&
          "alike.\n";
     std::string node(k_node_rank);
     if (spec.git_workdir) {
-        s += fmt::format("export TANDEM_GIT_DIR=\"$HOME/.tandem/workdirs/\"{}\n",
-                         shell_quote(plan.submit_token.empty() ? "job-$SLURM_JOB_ID" : plan.submit_token));
+        s += fmt::format("export TANDEM_GIT_DIR=\"$HOME/.tandem/workdirs/\"{}\n", shell_quote(plan.submit_token));
         node += git_checkout_function();
         node += k_node_git;
     }

@@ -376,6 +376,13 @@ TEST_CASE("a git workdir: url and ref, checked before anything runs") {
     CHECK(contains(errors_of("workdir: {url: '-oProxyCommand=x'}\nrun: x\n"), "is not a git URL"));
     CHECK(contains(errors_of("workdir: {url: 'not a url'}\nrun: x\n"), "is not a git URL"));
     CHECK(contains(errors_of("workdir: {url: /local/path}\nrun: x\n"), "is not a git URL"));
+    // A credential in the URL would be stored and shown: refused, and not echoed back.
+    auto leak = errors_of("workdir: {url: 'https://bob:ghp_s3cr3t@github.com/org/repo'}\nrun: x\n");
+    CHECK(contains(leak, "workdir.url: has a password or token in it; give the token in GIT_TOKEN"));
+    for (const auto& line : leak) {
+        CHECK(line.find("ghp_s3cr3t") == std::string::npos);
+    }
+    CHECK(load_ok("workdir: {url: 'ssh://git@host/org/repo'}\nrun: x\n").git_workdir);
     for (const char* ref : {"-x", "a..b", "a b", "x.lock", "a:b", "a~1", "/a"}) {
         INFO(ref);
         CHECK(contains(errors_of(std::string("workdir: {url: 'https://h/r', ref: '") + ref + "'}\nrun: x\n"),
