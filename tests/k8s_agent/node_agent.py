@@ -7,8 +7,9 @@ identity (system:node:<name>, so the Node authorizer and NodeRestriction
 apply): registers the Node with its GPU capacity, labels and taints, keeps it
 Ready (Lease renewals, status), watches the pods bound to it (one watch,
 fieldSelector spec.nodeName; re-list on errors and 410 Gone) and runs their
-containers as local processes (pods.py). Serves container logs over the
-kubelet API (kubelet_server.py). Standard library only.
+containers as local processes (pods.py), after projecting their configMap
+volumes at each mountPath on the host (volumes.py). Serves container logs
+over the kubelet API (kubelet_server.py). Standard library only.
 """
 import argparse
 import os

@@ -2,7 +2,13 @@
 processes (the image is ignored) and reports their lifecycle as a kubelet
 would: Pending -> Running -> Succeeded/Failed, restarts in place for
 restartPolicy OnFailure/Always, and graceful deletion (TERM, KILL after the
-grace period, then the final delete with gracePeriodSeconds=0)."""
+grace period, then the final delete with gracePeriodSeconds=0).
+
+configMap volumes are projected at their mountPath on the host before the
+containers start (volumes.py): a missing non-optional ConfigMap keeps the pod
+Pending (ContainerCreating, FailedMount events) until it exists; while the pod
+runs they are re-synced every VOLUME_SYNC seconds, and removed when it ends.
+Other volume types are ignored."""
 import copy
 import os
 import signal
@@ -11,11 +17,13 @@ import threading
 import time
 
 import envres
+import volumes
 from events import post_event
 from kapi import log, now_rfc3339
 
 POLL = 0.1
 RESTART_DELAY = 1.0
+VOLUME_SYNC = 1.0  # seconds between configMap volume re-syncs (the kubelet's is about a minute)
 POD_IP = "127.0.0.1"
 
 
@@ -125,6 +133,7 @@ class PodState:
         self.uid, self.ns, self.name = md["uid"], md["namespace"], md["name"]
         self.path = f"/api/v1/namespaces/{self.ns}/pods/{self.name}"
         self.runs = {}  # container name -> ContainerRun
+        self.volumes = None  # volumes.PodVolumes once _run_pod has set them up
         self.deleting = False
         self.gone = False
         self.lock = threading.Lock()
@@ -178,10 +187,12 @@ class Runner:
             st = self.pods.pop(uid, None)
         if st is None:
             return
-        st.gone = True
+        with st.lock:
+            st.gone = True
         for run in list(st.runs.values()):
             run.signal(signal.SIGKILL)
             run.exited.set()
+        self._release_volumes(st)
 
     def known_uids(self, node):
         with self.lock:
@@ -204,6 +215,10 @@ class Runner:
             time.sleep(POLL)
         for r in runs:
             r.signal(signal.SIGKILL)
+        with self.lock:
+            states = list(self.pods.values())
+        for st in states:
+            self._release_volumes(st)
 
     # ---- status reporting -------------------------------------------------
 
@@ -240,27 +255,35 @@ class Runner:
 
     # ---- one pod's life ---------------------------------------------------
 
+    @staticmethod
+    def _get_object(st, kind, name):
+        """A Secret or ConfigMap of the pod's namespace, read as the node: the
+        object, or None when it does not exist; raises envres.ConfigError."""
+        for _ in range(25):
+            code, obj = st.api.call("GET", f"/api/v1/namespaces/{st.ns}/{kind}/{name}")
+            if code == 200:
+                return obj
+            if code == 404:
+                return None
+            # 403 "no relationship found": the Node authorizer's graph has not yet seen this pod
+            # reference the object. It catches up within moments, so ask again before reporting
+            # (a kubelet's informer never shows this window as a pod error).
+            if code != 403 or "no relationship found" not in obj.get("message", ""):
+                break
+            time.sleep(0.2)
+        raise envres.ConfigError(f"cannot read {kind} {name!r}: HTTP {code}: {obj.get('message', '')}")
+
     def _resolve(self, st):
         """Environment and argv for every container; raises envres.ConfigError."""
         pod = copy.deepcopy(st.pod)
         pod.setdefault("status", {}).update({"podIP": POD_IP, "hostIP": POD_IP})
-        ns = st.ns
+        if st.volumes is not None and st.volumes.unsupported:
+            raise envres.ConfigError("; ".join(st.volumes.unsupported))
 
         def getter(kind):
             def get(name):
-                for _ in range(25):
-                    code, obj = st.api.call("GET", f"/api/v1/namespaces/{ns}/{kind}/{name}")
-                    if code == 200:
-                        return obj.get("data") or {}
-                    if code == 404:
-                        return None
-                    # 403 "no relationship found": the Node authorizer's graph has not yet seen this pod
-                    # reference the object. It catches up within moments, so ask again before reporting
-                    # (a kubelet's informer never shows this window as a pod error).
-                    if code != 403 or "no relationship found" not in obj.get("message", ""):
-                        break
-                    time.sleep(0.2)
-                raise envres.ConfigError(f"cannot read {kind} {name!r}: HTTP {code}: {obj.get('message', '')}")
+                obj = self._get_object(st, kind, name)
+                return None if obj is None else obj.get("data") or {}
 
             return get
 
@@ -272,6 +295,100 @@ class Runner:
             env = envres.container_env(pod, c, base, getter("secrets"), getter("configmaps"))
             plans.append((c, envres.container_argv(c, env), env))
         return plans
+
+    # ---- configMap volumes ------------------------------------------------
+
+    def _sync_volumes(self, st, vols):
+        def get_configmap(name):
+            try:
+                return self._get_object(st, "configmaps", name)
+            except envres.ConfigError as e:
+                raise volumes.MountError(str(e)) from None
+
+        errors, changed = vols.sync(get_configmap)
+        for what in changed:
+            log(f"pod {st.ns}/{st.name}: {what}")
+        return errors
+
+    def _mount_failed(self, st, errors, seen):
+        """Log and record a FailedMount warning per volume, once per distinct message."""
+        for vol, msg in errors.items():
+            if seen.get(vol) != msg:
+                log(f"pod {st.ns}/{st.name}: {msg}")
+                post_event(st.api, st.pod, st.node, None, "FailedMount", msg, warning=True)
+        seen.clear()
+        seen.update(errors)
+
+    def _setup_volumes(self, st, start_time):
+        """Project the configMap volumes before the containers start, retrying
+        (Pending, ContainerCreating) until every one can be set up. False when
+        the pod was deleted meanwhile."""
+        vols = volumes.PodVolumes(st.pod)
+        with st.lock:
+            if not (st.deleting or st.gone):
+                st.volumes = vols
+        if st.volumes is not vols:
+            vols.close()  # deleted meanwhile: let go of the (shared) targets it took
+            return False
+        if not vols.sources:
+            return True
+        seen, reported = {}, False
+        while True:
+            errors = self._sync_volumes(st, vols)
+            if not errors:
+                break
+            if not reported:
+                reported = True
+                self._report(
+                    st,
+                    {
+                        "hostIP": POD_IP,
+                        "startTime": start_time,
+                        "containerStatuses": self._waiting(st.pod["spec"], "ContainerCreating"),
+                    },
+                    "ContainerCreating: " + "; ".join(errors.values()),
+                )
+            self._mount_failed(st, errors, seen)
+            if vols.stop.wait(VOLUME_SYNC) or st.deleting or st.gone:
+                return False
+        threading.Thread(target=self._keep_volumes, args=(st, vols), name=f"volumes-{st.name}", daemon=True).start()
+        return True
+
+    def _keep_volumes(self, st, vols):
+        """Re-sync while the pod runs: a ConfigMap created or changed later shows up in its files."""
+        seen = {}
+        while not vols.stop.wait(VOLUME_SYNC):
+            if st.gone:
+                return
+            self._mount_failed(st, self._sync_volumes(st, vols), seen)
+
+    def _release_volumes(self, st):
+        vols = st.volumes
+        if vols is not None and not vols.closed:
+            removed = vols.close()
+            kept = [d.target for dirs in vols.targets.values() for d in dirs if d.target not in removed]
+            if removed:
+                log(f"pod {st.ns}/{st.name}: removed its configMap volumes at {', '.join(removed)}")
+            if kept:
+                log(f"pod {st.ns}/{st.name}: left {', '.join(kept)} to the other pods that mount it")
+
+    @staticmethod
+    def _waiting(spec, reason, message=None):
+        state = {"reason": reason}
+        if message:
+            state["message"] = message
+        return [
+            {
+                "name": c["name"],
+                "image": c.get("image", ""),
+                "imageID": "",
+                "ready": False,
+                "started": False,
+                "restartCount": 0,
+                "state": {"waiting": dict(state)},
+            }
+            for c in spec["containers"]
+        ]
 
     def _started_event(self, st, run):
         if run.proc is not None:
@@ -294,6 +411,8 @@ class Runner:
         if spec.get("initContainers"):
             return self._fail_pod(st, "Unsupported", "the node agent does not run initContainers")
         start_time = now_rfc3339()
+        if not self._setup_volumes(st, start_time):
+            return
         last_msg = None
         while True:
             if st.deleting or st.gone:
@@ -305,18 +424,7 @@ class Runner:
                 msg = str(e)
                 if msg != last_msg:
                     last_msg = msg
-                    waiting = [
-                        {
-                            "name": c["name"],
-                            "image": c.get("image", ""),
-                            "imageID": "",
-                            "ready": False,
-                            "started": False,
-                            "restartCount": 0,
-                            "state": {"waiting": {"reason": "CreateContainerConfigError", "message": msg}},
-                        }
-                        for c in spec["containers"]
-                    ]
+                    waiting = self._waiting(spec, "CreateContainerConfigError", msg)
                     self._report(
                         st,
                         {"hostIP": POD_IP, "startTime": start_time, "containerStatuses": waiting},
@@ -407,6 +515,7 @@ class Runner:
                 {"phase": phase, "conditions": conds, "containerStatuses": statuses},
                 f"{phase} ({'; '.join(changed)})",
             )
+            self._release_volumes(st)
             return
 
     def _terminate(self, st):
@@ -431,6 +540,7 @@ class Runner:
             for r in runs:
                 r.proc.wait()
                 r.finish(_exit_code(r.proc.returncode), "Error")
+        self._release_volumes(st)
         body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0, "preconditions": {"uid": st.uid}}
         for _ in range(60):
             if st.gone:

@@ -5,8 +5,8 @@
 #   tests/k8s_agent/test_with_kubectl.sh SCENARIO
 # Scenarios: job-completes gpu-job gpu-insufficient mig-job exit-code
 #            logs-follow delete-kills delete-stubborn restart-on-failure cannot-run
-#            secret-missing secret-env auth apiserver-restart (stops the
-#            apiserver for a while: run it alone)
+#            secret-missing secret-env configmap-volume configmap-volume-missing
+#            auth apiserver-restart (stops the apiserver for a while: run it alone)
 # A testbed that is not up is a failure, not a skip.
 set -euo pipefail
 
@@ -32,6 +32,7 @@ WORK=$(mktemp -d)
 cleanup() {
   k delete job "$NAME" "$NAME-after" --cascade=background --ignore-not-found --wait=false >/dev/null 2>&1 || true
   k delete secret "$NAME" --ignore-not-found >/dev/null 2>&1 || true
+  k delete configmap "$NAME" --ignore-not-found >/dev/null 2>&1 || true
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -77,10 +78,10 @@ expect_eq() { [[ $2 == "$3" ]] || fail "$1: expected '$3', got '$2'"; }
 
 # wait_until SECONDS WHAT CMD...: poll CMD until it succeeds.
 wait_until() {
-  local end=$(($(date +%s) + $1)) what=$2
+  local secs=$1 end=$(($(date +%s) + $1)) what=$2
   shift 2
   until "$@"; do
-    (($(date +%s) < end)) || fail "timed out after ${end}s waiting for $what"
+    (($(date +%s) < end)) || fail "timed out after ${secs}s waiting for $what"
     sleep 0.2
   done
 }
@@ -267,6 +268,80 @@ case $SCENARIO in
     logs=$(k logs "job/$NAME")
     [[ $logs == *"key=$value"* && $logs == *"all=$value"* ]] || fail "the secret did not reach the process: $logs"
     ;;
+  configmap-volume)
+    # An optional configMap volume whose ConfigMap is created after the pod runs: the agent projects it at
+    # mountPath on the host (pods are host processes), like a kubelet's AtomicWriter, then follows an update.
+    # A second pod mounting the same path (as the members of a job group do on this one-host cluster) keeps
+    # the files after the first one ended; the directory goes with the last of them.
+    dir=/var/run/tandem/$NAME
+    v1=one-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')
+    v2=two-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')
+    volume="      volumes:
+      - name: config
+        configMap: {name: $NAME, optional: true}"
+    job "$NAME" "      - name: main
+        image: busybox
+        command: [sh, -c, 'f=$dir/greeting; i=0; until [ -f \$f ]; do i=\$((i+1)); [ \$i -lt 300 ] || exit 7; sleep 0.2; done;
+          a=\$(cat \$f); echo first=\$a link=\$(readlink \$f);
+          until [ \"\$(cat \$f)\" != \"\$a\" ]; do i=\$((i+1)); [ \$i -lt 600 ] || exit 8; sleep 0.2; done; echo second=\$(cat \$f)']
+        volumeMounts: [{name: config, mountPath: $dir}]" "$volume"
+    job "$NAME-after" "      - name: main
+        image: busybox
+        command: [sh, -c, 'i=0; until [ -e $WORK/go ]; do i=\$((i+1)); [ \$i -lt 600 ] || exit 7; sleep 0.2; done; cat $dir/greeting']
+        volumeMounts: [{name: config, mountPath: $dir, readOnly: true}]" "$volume"
+    pod=$(pod_of "$NAME")
+    running() { [[ $(jp "pod/$pod" '{.status.phase}') == Running ]]; }
+    wait_until 20 "pod $pod Running" running
+    [[ -d $dir ]] || fail "the optional volume's directory $dir was not created before the ConfigMap exists"
+    expect_eq "files in $dir before the ConfigMap exists" "$(ls "$dir")" ""
+    k create configmap "$NAME" --from-literal=greeting="$v1" >/dev/null
+    has_first() { [[ $(k logs "$pod" 2>/dev/null) == *"first=$v1"* ]]; }
+    wait_until 30 "the pod to read the ConfigMap's file" has_first
+    k create configmap "$NAME" --from-literal=greeting="$v2" --dry-run=client -o yaml | k replace -f - >/dev/null
+    wait_job "$NAME" complete
+    expect_eq "logs" "$(k logs "$pod")" "first=$v1 link=..data/greeting
+second=$v2"
+    expect_eq "phase" "$(jp "pod/$pod" '{.status.phase}')" Succeeded
+    sleep 1
+    [[ -f $dir/greeting ]] || fail "$dir/greeting was removed while pod $(pod_of "$NAME-after") still mounts it"
+    touch "$WORK/go"
+    wait_job "$NAME-after" complete
+    expect_eq "logs of the second pod" "$(k logs "job/$NAME-after")" "$v2"
+    removed() { [[ ! -e $dir ]]; }
+    wait_until 10 "the agent to remove $dir after the last pod ended" removed
+    ;;
+  configmap-volume-missing)
+    # A missing non-optional ConfigMap: the pod waits in ContainerCreating with FailedMount warnings until
+    # it exists; items and defaultMode shape the files.
+    dir=/var/run/tandem/$NAME
+    value=v-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')
+    job "$NAME" "      - name: main
+        image: busybox
+        command: [sh, -c, 'cat $dir/conf/app.ini; echo; echo mode=\$(stat -L -c %a $dir/conf/app.ini) entries=\$(ls $dir)']
+        volumeMounts: [{name: config, mountPath: $dir, readOnly: true}]" "      volumes:
+      - name: config
+        configMap:
+          name: $NAME
+          defaultMode: 0400
+          items: [{key: app.ini, path: conf/app.ini}]"
+    pod=$(pod_of "$NAME")
+    creating() { [[ $(jp "pod/$pod" '{.status.containerStatuses[0].state.waiting.reason}') == ContainerCreating ]]; }
+    wait_until 30 "pod $pod in ContainerCreating" creating
+    expect_eq "phase" "$(jp "pod/$pod" '{.status.phase}')" Pending
+    mounts() { k get events --field-selector "involvedObject.name=$pod,reason=FailedMount" -o jsonpath='{.items[*].type}: {.items[*].message}'; }
+    failed_mount() { [[ $(mounts) == *"Warning: MountVolume.SetUp failed for volume \"config\" : configmap \"$NAME\" not found"* ]]; }
+    wait_until 10 "a FailedMount warning naming the ConfigMap" failed_mount
+    [[ ! -e $dir ]] || fail "$dir exists before the volume could be set up"
+    sleep 2
+    expect_eq "phase (still)" "$(jp "pod/$pod" '{.status.phase}')" Pending
+    k create configmap "$NAME" --from-literal=app.ini="$value" --from-literal=other=not-selected >/dev/null
+    wait_job "$NAME" complete
+    expect_eq "logs" "$(k logs "$pod")" "$value
+mode=400 entries=conf"
+    removed() { [[ ! -e $dir ]]; }
+    wait_until 10 "the agent to remove $dir after the pod ended" removed
+    note "events: $(mounts)"
+    ;;
   apiserver-restart)
     # The process ends while the apiserver is down: the agent must re-watch and still report the end.
     job "$NAME" '      - name: main
@@ -302,7 +377,7 @@ case $SCENARIO in
     expect_eq "gpu-node allocatable nvidia.com/gpu" "$gpus" 8
     ;;
   *)
-    echo "usage: $0 job-completes|gpu-job|gpu-insufficient|mig-job|exit-code|logs-follow|delete-kills|delete-stubborn|restart-on-failure|cannot-run|secret-missing|secret-env|auth|apiserver-restart" >&2
+    echo "usage: $0 job-completes|gpu-job|gpu-insufficient|mig-job|exit-code|logs-follow|delete-kills|delete-stubborn|restart-on-failure|cannot-run|secret-missing|secret-env|configmap-volume|configmap-volume-missing|auth|apiserver-restart" >&2
     exit 2
     ;;
 esac
