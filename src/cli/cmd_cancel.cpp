@@ -2,10 +2,13 @@
 // refresh that races with us), then the record is marked CANCELLED. A cancel the backend refused leaves
 // the record as it was.
 
+#include <set>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/groups.hpp"
 #include "cli/output.hpp"
 
 namespace tandem::cli {
@@ -45,6 +48,42 @@ Result<int> cancel(Context& ctx, const CancelFlags& flags) {
     }
     int rc = exit_code::ok;
     auto results = nlohmann::json::array();
+    // Groups: every member on every backend, then the group. With --all, members are listed (active)
+    // on their own and cancelled as jobs; their groups follow below.
+    std::vector<JobRecord> plain;
+    std::set<std::int64_t> group_ids;
+    for (const auto& job : jobs) {
+        if (job.is_group()) {
+            group_ids.insert(job.id);
+        }
+    }
+    for (auto& job : jobs) {
+        if (!job.is_group()) {
+            if (!job.parent_id || !group_ids.count(*job.parent_id)) {
+                plain.push_back(std::move(job));
+            }
+            continue;
+        }
+        auto view = refresh_group(ctx, job.id);
+        if (!view) {
+            return tl::unexpected(view.error());
+        }
+        if (is_terminal(view->group.record.state)) {
+            note(fmt::format("tandem: job group {} already ended ({})", job.id, to_string(view->group.record.state)));
+            continue;
+        }
+        if (auto ok = cancel_group(ctx, *view); !ok) {
+            note(fmt::format("tandem: error: job group {}: cancel failed: {}", job.id, ok.error().message));
+            rc = exit_code_for(ok.error().kind);
+            continue;
+        }
+        results.push_back({{"id", job.id}, {"name", job.name}, {"state", "CANCELLED"}});
+        if (!flags.json) {
+            print_stdout(fmt::format("job group {} ({}) cancelled, with its {} members\n", job.id, job.name,
+                                     view->members.size()));
+        }
+    }
+    jobs = std::move(plain);
     // A job that ended since it was last looked at is reported as it ended, not as cancelled.
     for (const auto& view : refresh_jobs(ctx, std::move(jobs))) {
         const JobRecord& job = view.record;

@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/failover.hpp"
+#include "cli/groups.hpp"
 #include "cli/output.hpp"
 #include "cli/task_planning.hpp"
 #include "core/quantity.hpp"
@@ -49,44 +50,6 @@ Result<JobRecord> record_job(Context& ctx, const PlannedTask& planned, const Pla
     return job;
 }
 
-// How long a job may wait for resources on one placement before it moves on, by backend.
-struct PendingTimeouts {
-    std::optional<std::int64_t> any;         // --pending-timeout, config.pending_timeout, config.yaml's
-    std::optional<std::int64_t> slurm, k8s;  // SkyPilot's config.<backend>.provision_timeout; -1: none
-    bool from_task_or_flag = false;          // said on --detach (a config-wide default is not)
-
-    std::optional<std::int64_t> for_backend(std::string_view backend) const {
-        const auto& own = backend == to_string(BackendKind::slurm)        ? slurm
-                          : backend == to_string(BackendKind::kubernetes) ? k8s
-                                                                          : any;
-        if (own) {
-            return *own < 0 ? std::nullopt : own;
-        }
-        return any;
-    }
-    bool set() const { return any || slurm.value_or(-1) >= 0 || k8s.value_or(-1) >= 0; }
-};
-
-// --pending-timeout for every backend; else the task's config.<backend>.provision_timeout for that
-// backend, then the task's config.pending_timeout, then the config file's pending_timeout.
-Result<PendingTimeouts> pending_timeouts(Context& ctx, const LaunchFlags& flags, const TaskSpec& spec) {
-    PendingTimeouts t;
-    if (flags.pending_timeout) {
-        auto seconds = parse_duration_seconds(*flags.pending_timeout);
-        if (!seconds) {
-            return fail(ErrorKind::usage, "--pending-timeout: " + seconds.error());
-        }
-        t.any = *seconds;
-        t.from_task_or_flag = true;
-        return t;
-    }
-    t.any = spec.pending_timeout_seconds ? spec.pending_timeout_seconds : ctx.config().pending_timeout_seconds;
-    t.slurm = spec.slurm.provision_timeout_seconds;
-    t.k8s = spec.kubernetes.provision_timeout_seconds;
-    t.from_task_or_flag = spec.pending_timeout_seconds || t.slurm || t.k8s;
-    return t;
-}
-
 // Waits while the job is PENDING, moving it on when it has waited `timeout` for resources; returns once it
 // has left PENDING (started, ended) on whatever placement it has then.
 Result<JobView> wait_while_pending(Context& ctx, Failover& failover, const PendingTimeouts& timeouts) {
@@ -125,14 +88,22 @@ Result<JobView> wait_while_pending(Context& ctx, Failover& failover, const Pendi
 Result<int> launch(Context& ctx, const LaunchFlags& flags) {
     // Planning may use an inventory up to 30 s old: free capacity only shapes the score, and a submit
     // should not pay two extra round trips per cluster.
-    auto planned = plan_task(ctx, flags.spec, std::chrono::seconds(30));
+    auto loaded = load_task_or_group(ctx, flags.spec);
+    if (!loaded) {
+        return tl::unexpected(loaded.error());
+    }
+    if (loaded->group) {
+        return launch_group(ctx, std::move(*loaded->group),
+                            GroupLaunchOptions{flags.detach, flags.wait, flags.json, flags.pending_timeout});
+    }
+    auto planned = plan_loaded_task(ctx, std::move(*loaded->task), std::chrono::seconds(30));
     if (!planned) {
         return tl::unexpected(planned.error());
     }
     if (planned->plan.placements.empty()) {
         return tl::unexpected(no_placement_error(*planned));
     }
-    auto timeout = pending_timeouts(ctx, flags, planned->spec);
+    auto timeout = pending_timeouts(ctx, flags.pending_timeout, planned->spec);
     if (!timeout) {
         return tl::unexpected(timeout.error());
     }
@@ -210,6 +181,10 @@ void setup_launch(CLI::App& command, Action& action) {
     command.footer(
         "Without --detach or --wait, launch follows the job's output until it ends and exits with\n"
         "the job's exit code. Progress goes to stderr; the job's output and results to stdout.\n"
+        "A file of several YAML documents is a pipeline or a job group (SkyPilot's formats): every\n"
+        "task is placed first (all or nothing), then submitted; launch prints one group id, follows\n"
+        "every member ([member/rank] prefixes), publishes the members' addresses, stops the other\n"
+        "members when the primary tasks end, and exits with the group's outcome.\n"
         "A cluster that declines the submit (capacity, quota, partition, admission) passes the job to\n"
         "the next candidate of `tandem plan`; so does a pending timeout, while launch waits.");
     command.callback([flags, &action] { action = [flags](Context& ctx) { return launch(ctx, *flags); }; });

@@ -4,7 +4,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "cli/commands.hpp"
+#include "cli/groups.hpp"
 #include "cli/output.hpp"
 
 namespace tandem::cli {
@@ -16,12 +19,44 @@ struct LogsFlags {
     bool follow = false;
     std::optional<int> tail;
     std::optional<int> node;
+    std::optional<std::string> member;
 };
+
+Result<int> group_logs_command(Context& ctx, const JobRecord& group, const LogsFlags& flags) {
+    auto header = group_header_from_json(group.spec_json);
+    if (!header) {
+        return tl::unexpected(header.error());
+    }
+    if (flags.member &&
+        std::find(header->members.begin(), header->members.end(), *flags.member) == header->members.end()) {
+        std::string names;
+        for (const auto& m : header->members) {
+            names += (names.empty() ? "" : ", ") + m;
+        }
+        return fail(ErrorKind::usage,
+                    fmt::format("--member {}: job group {} has members {}", *flags.member, group.id, names));
+    }
+    auto view = group_logs(ctx, group.id, GroupLogOptions{flags.follow, flags.tail, flags.node, flags.member});
+    if (!view) {
+        return tl::unexpected(view.error());
+    }
+    if (!flags.follow) {
+        return exit_code::ok;
+    }
+    note("tandem: " + group_summary(*view));
+    return job_exit_code(view->group);
+}
 
 Result<int> logs(Context& ctx, const LogsFlags& flags) {
     auto job = find_job(ctx, flags.job);
     if (!job) {
         return tl::unexpected(job.error());
+    }
+    if (job->is_group()) {
+        return group_logs_command(ctx, *job, flags);
+    }
+    if (flags.member) {
+        return fail(ErrorKind::usage, fmt::format("--member: job {} is not a pipeline or job group", job->id));
     }
     if (job->remote_id.empty()) {
         return fail(ErrorKind::not_found,
@@ -60,6 +95,9 @@ void setup_logs(CLI::App& command, Action& action) {
                      "Follow the output until the job ends; exit with its code");
     command.add_option("--tail", flags->tail, "Start with the last N lines")->check(CLI::NonNegativeNumber);
     command.add_option("--node", flags->node, "Only this node's output (rank K)");
+    command.add_option("--member", flags->member,
+                       "A pipeline or job group: only this member's output (default: every member's, each "
+                       "line prefixed [member/rank])");
     command.callback([flags, &action] { action = [flags](Context& ctx) { return logs(ctx, *flags); }; });
 }
 

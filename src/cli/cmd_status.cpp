@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/groups.hpp"
 #include "cli/output.hpp"
 #include "cli/status_watch.hpp"
 
@@ -46,7 +47,7 @@ std::string duration_cell(const JobRecord& r, std::int64_t now) {
 std::vector<std::string> row_of(const JobView& v, std::int64_t now) {
     const auto& r = v.record;
     return {std::to_string(r.id),
-            r.name,
+            r.is_group() ? r.name + " (group)" : r.name,
             r.cluster,
             state_cell(v, now),
             v.unreachable ? v.unreachable_reason : r.reason,
@@ -92,6 +93,21 @@ std::string history_text(const std::map<std::int64_t, std::vector<store::Attempt
     return out;
 }
 
+// What --watch follows: a group through its members (the group's own row changes only when someone
+// advances it).
+std::vector<JobView> watched_jobs(const std::vector<JobView>& views,
+                                  const std::map<std::int64_t, const GroupView*>& groups) {
+    std::vector<JobView> out;
+    for (const auto& v : views) {
+        if (auto g = groups.find(v.record.id); g != groups.end()) {
+            out.insert(out.end(), g->second->members.begin(), g->second->members.end());
+        } else {
+            out.push_back(v);
+        }
+    }
+    return out;
+}
+
 Result<int> status(Context& ctx, const StatusFlags& flags) {
     store::JobFilter filter;
     for (const auto& text : flags.jobs) {
@@ -120,6 +136,9 @@ Result<int> status(Context& ctx, const StatusFlags& flags) {
     if (!flags.all && filter.ids.empty()) {
         filter.ended_after = now - k_recent_seconds;
     }
+    // A group's row stands for its members, which are listed below it (a member named by id is shown
+    // on its own). Filters apply to the rows listed.
+    filter.top_level_only = filter.ids.empty() && !flags.cluster && !flags.name;
     auto store = ctx.store();
     if (!store) {
         return tl::unexpected(store.error());
@@ -128,17 +147,27 @@ Result<int> status(Context& ctx, const StatusFlags& flags) {
     if (!jobs) {
         return tl::unexpected(jobs.error());
     }
+    // Plain jobs and groups, back in the listed order; a group's members follow it.
+    auto refreshed = refresh_with_groups(ctx, std::move(*jobs), !flags.no_refresh);
     std::vector<JobView> views;
-    if (flags.no_refresh) {
-        for (auto& j : *jobs) {
-            views.push_back(JobView{std::move(j), false, {}});
+    std::map<std::int64_t, const GroupView*> groups;
+    {
+        std::size_t p = 0, g = 0;
+        for (bool is_group : refreshed.is_group) {
+            if (is_group) {
+                groups[refreshed.groups[g].group.record.id] = &refreshed.groups[g];
+                views.push_back(refreshed.groups[g++].group);
+            } else {
+                views.push_back(refreshed.plain[p++]);
+            }
         }
-    } else {
-        views = refresh_jobs(ctx, std::move(*jobs));
     }
     const auto history = filter.ids.empty() ? std::map<std::int64_t, std::vector<store::Attempt>>{}
                                             : histories(**store, views);
     auto with_history = [&](const JobView& v) {
+        if (auto g = groups.find(v.record.id); g != groups.end()) {
+            return group_json(*g->second);
+        }
         nlohmann::json j = job_json(v.record, v.unreachable, v.unreachable_reason);
         if (auto it = history.find(v.record.id); it != history.end()) {
             auto arr = nlohmann::json::array();
@@ -155,7 +184,7 @@ Result<int> status(Context& ctx, const StatusFlags& flags) {
         if (flags.json) {
             print_json(with_history(views.front()));
         }
-        return job_exit_code(views.front());
+        return job_exit_code(views.front()); // a group's row holds its outcome (the primaries')
     }
     if (flags.json) {
         auto arr = nlohmann::json::array();
@@ -169,7 +198,7 @@ Result<int> status(Context& ctx, const StatusFlags& flags) {
             return exit_code::ok;
         }
         print_stdout(out.dump() + "\n"); // --watch --json: one JSON document per line
-        auto watched = watch_jobs(ctx, std::move(views), [](const JobView& v) {
+        auto watched = watch_jobs(ctx, watched_jobs(views, groups), [](const JobView& v) {
             print_stdout(
                 nlohmann::json{{"job", job_json(v.record, v.unreachable, v.unreachable_reason)}}.dump() +
                 "\n");
@@ -183,12 +212,19 @@ Result<int> status(Context& ctx, const StatusFlags& flags) {
     Table table({"ID", "NAME", "CLUSTER", "STATE", "REASON", "GPUS", "AGE", "DURATION"});
     for (const auto& v : views) {
         table.add(row_of(v, now));
+        if (auto g = groups.find(v.record.id); g != groups.end()) {
+            for (const auto& m : g->second->members) {
+                auto row = row_of(m, now);
+                row[1] = "  " + m.record.member; // indented below its group
+                table.add(std::move(row));
+            }
+        }
     }
     print_stdout(table.render() + history_text(history));
     if (!flags.watch) {
         return exit_code::ok;
     }
-    auto watched = watch_jobs(ctx, std::move(views), [widths = table.widths()](const JobView& v) {
+    auto watched = watch_jobs(ctx, watched_jobs(views, groups), [widths = table.widths()](const JobView& v) {
         print_stdout(Table::render_row(row_of(v, now_seconds()), widths));
     });
     return watched ? Result<int>(exit_code::ok) : tl::unexpected(watched.error());

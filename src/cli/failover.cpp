@@ -4,6 +4,7 @@
 
 #include "cli/output.hpp"
 #include "cli/task_planning.hpp"
+#include "core/quantity.hpp"
 
 namespace tandem::cli {
 
@@ -18,6 +19,28 @@ bool starts_with(const std::string& text, std::string_view prefix) {
 }
 
 } // namespace
+
+// --pending-timeout for every backend; else the task's config.<backend>.provision_timeout for that
+// backend, then the task's config.pending_timeout, then the config file's pending_timeout.
+Result<PendingTimeouts> pending_timeouts(Context& ctx, const std::optional<std::string>& flag,
+                                         const TaskSpec& spec) {
+    PendingTimeouts t;
+    if (flag) {
+        auto seconds = parse_duration_seconds(*flag);
+        if (!seconds) {
+            return fail(ErrorKind::usage, "--pending-timeout: " + seconds.error());
+        }
+        t.any = *seconds;
+        t.from_task_or_flag = true;
+        return t;
+    }
+    t.any = spec.pending_timeout_seconds ? spec.pending_timeout_seconds : ctx.config().pending_timeout_seconds;
+    t.slurm = spec.slurm.provision_timeout_seconds;
+    t.k8s = spec.kubernetes.provision_timeout_seconds;
+    t.from_task_or_flag = spec.pending_timeout_seconds || t.slurm || t.k8s;
+    return t;
+}
+
 
 bool waiting_for_resources(const JobRecord& job) {
     if (job.state != JobState::pending) {
@@ -75,7 +98,7 @@ Result<bool> Failover::move_to(std::size_t next, const std::string& outcome) {
     return true;
 }
 
-Status Failover::submit() {
+Status Failover::submit(std::optional<Result<std::string>> first) {
     auto store = m_ctx.store();
     if (!store) {
         return tl::unexpected(store.error());
@@ -84,8 +107,10 @@ Status Failover::submit() {
         const Placement& placement = m_candidates[m_current];
         m_placed_at = now_seconds();
         auto backend = m_ctx.backend(placement.cluster);
-        Result<std::string> remote_id =
-            backend ? (*backend)->submit(m_spec, placement, m_job.id) : tl::unexpected(backend.error());
+        Result<std::string> remote_id = first                ? std::move(*first)
+                                         : backend ? (*backend)->submit(m_spec, placement, m_job.id)
+                                                   : tl::unexpected(backend.error());
+        first.reset();
         if (remote_id) {
             if (auto ok = (*store)->set_remote_id(m_job.id, *remote_id); !ok) {
                 return ok;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/context.hpp"
@@ -22,7 +23,9 @@ public:
 
     // Submits to the current candidate, moving on past every refusal. On success the job has its
     // remote id; when every candidate declined, the job is FAILED and the error lists each refusal.
-    Status submit();
+    // `first`: the outcome of a submit to the current candidate already made elsewhere (a job group
+    // submits its members concurrently, then lets each one's failover carry on from there).
+    Status submit(std::optional<Result<std::string>> first = std::nullopt);
 
     // With the job just refreshed as `view`: if it has been PENDING for lack of resources for
     // `timeout_seconds` on this placement and another candidate remains, cancels it here and submits it
@@ -47,6 +50,29 @@ private:
     std::int64_t m_placed_at = 0;
     std::vector<std::string> m_refusals; // "cluster/pool: why", for the final error
 };
+
+// How long a job may wait for resources on one placement before it moves on, by backend.
+struct PendingTimeouts {
+    std::optional<std::int64_t> any;         // --pending-timeout, config.pending_timeout, config.yaml's
+    std::optional<std::int64_t> slurm, k8s;  // SkyPilot's config.<backend>.provision_timeout; -1: none
+    bool from_task_or_flag = false;          // said on --detach (a config-wide default is not)
+
+    std::optional<std::int64_t> for_backend(std::string_view backend) const {
+        const auto& own = backend == to_string(BackendKind::slurm)        ? slurm
+                          : backend == to_string(BackendKind::kubernetes) ? k8s
+                                                                          : any;
+        if (own) {
+            return *own < 0 ? std::nullopt : own;
+        }
+        return any;
+    }
+    bool set() const { return any || slurm.value_or(-1) >= 0 || k8s.value_or(-1) >= 0; }
+};
+
+// --pending-timeout for every backend; else the task's config.<backend>.provision_timeout for that
+// backend, then the task's config.pending_timeout, then the config file's pending_timeout.
+Result<PendingTimeouts> pending_timeouts(Context& ctx, const std::optional<std::string>& flag,
+                                         const TaskSpec& spec);
 
 // Whether a PENDING reason means "waiting for resources" (a pending timeout applies), rather than a hold,
 // a dependency or a begin time, which no other cluster would change.

@@ -57,6 +57,21 @@ public:
     virtual Status cancel(const JobRecord& job) = 0;
     // Writes the job's output to `sink`; with follow, returns once the job has ended and all is written.
     virtual Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) = 0;
+    // Job groups (core/job_group.hpp). The addresses of a started job's ranks, in rank order (Slurm:
+    // node names; Kubernetes: pod IPs; local: this host), or nullopt while they are not all known.
+    virtual Result<std::optional<std::vector<std::string>>> hosts(const JobRecord& job) {
+        (void)job;
+        return fail(ErrorKind::invalid_spec, cluster() + ": this backend cannot run job group members");
+    }
+    // Delivers the group's address book to `job`, through the channel its wrapper waits on (`channel` is
+    // the member's TaskSpec::group_channel). Publishing twice is harmless.
+    virtual Status publish(const JobRecord& job, const std::string& channel, const std::string& book) {
+        (void)job;
+        (void)channel;
+        (void)book;
+        return fail(ErrorKind::invalid_spec, cluster() + ": this backend cannot run job group members");
+    }
+
     // Follows `jobs` until `sink` returns false: the first call at once, then at each change. Backends
     // with a change feed (Kubernetes' watch API) override this; the default refreshes every 2 s.
     virtual Status watch(const std::vector<JobRecord>& jobs, const WatchSink& sink) {

@@ -26,6 +26,13 @@ struct JobRecord {
     std::string placement_json;  // the chosen placement
     std::string gpus;            // "H100:8" for the table; empty when none
     int num_nodes = 1;
+    // Pipelines and job groups: the group is a row of its own (backend "group", no remote id) and each
+    // member a row pointing at it, with its name in the group.
+    std::optional<std::int64_t> parent_id;
+    std::string member;
+
+    bool is_group() const { return backend == k_group_backend; }
+    static constexpr const char* k_group_backend = "group";
 };
 
 // A state change reported by a backend refresh. UNKNOWN means "could not tell": the store keeps the last

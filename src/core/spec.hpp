@@ -125,6 +125,10 @@ struct TaskSpec {
     std::optional<std::int64_t> pending_timeout_seconds;
     std::map<std::string, SourceLoc> locations; // dotted path -> where it was written
     std::vector<SpecNote> notes;                 // accepted fields without effect anywhere
+    // Set by launch for a member of a job group (never from YAML): the name of the channel through
+    // which the group's address book reaches this member; its wrapper waits for the book before setup
+    // (core/job_group.hpp). Empty: not a member, or a pipeline stage (no addresses to wait for).
+    std::string group_channel;
 
     // The concrete options the planner chooses among, in preference order.
     std::vector<ResourceOption> options() const;

@@ -20,7 +20,7 @@ constexpr std::string_view k_active_sql = "state NOT IN ('SUCCEEDED','FAILED','C
 // Column order shared by get() and list(); read_row() depends on it.
 constexpr std::string_view k_select_sql =
     "SELECT id, name, cluster, backend, remote_id, state, reason, exit_code, submitted_at, started_at, "
-    "ended_at, updated_at, spec_json, placement_json, gpus, num_nodes FROM jobs";
+    "ended_at, updated_at, spec_json, placement_json, gpus, num_nodes, parent_id, member FROM jobs";
 
 // Fills `job` in place: list() reads thousands of rows, and building each one elsewhere then moving it
 // showed up in profiles.
@@ -49,6 +49,8 @@ Status read_row(const Stmt& row, JobRecord& job, const std::string& path) {
     job.placement_json = row.text_at(13);
     job.gpus = row.text_at(14);
     job.num_nodes = static_cast<int>(row.int64_at(15));
+    job.parent_id = row.optional_int64_at(16);
+    job.member = row.text_at(17);
     return {};
 }
 
@@ -74,7 +76,8 @@ Result<std::int64_t> JobStore::insert(const JobRecord& job) {
     auto stmt =
         prepare("INSERT INTO jobs(name, cluster, backend, remote_id, state, reason, exit_code, "
                 "submitted_at, started_at, ended_at, updated_at, spec_json, placement_json, gpus, "
-                "num_nodes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
+                "num_nodes, parent_id, member) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+                "?15, ?16, ?17)");
     if (!stmt) {
         return tl::unexpected(stmt.error());
     }
@@ -93,6 +96,8 @@ Result<std::int64_t> JobStore::insert(const JobRecord& job) {
     stmt->bind(13, job.placement_json);
     stmt->bind(14, job.gpus);
     stmt->bind(15, std::int64_t{job.num_nodes});
+    stmt->bind(16, job.parent_id);
+    stmt->bind(17, job.member);
     if (stmt->step() != SQLITE_DONE) {
         return tl::unexpected(sqlite_error(fmt::format("cannot insert job '{}'", job.name)));
     }
@@ -123,6 +128,23 @@ Status JobStore::set_remote_id(std::int64_t id, const std::string& remote_id) {
     }
     if (txn->commit() != SQLITE_OK) {
         return tl::unexpected(sqlite_error(fmt::format("cannot record remote id of job {}", id)));
+    }
+    return {};
+}
+
+Status JobStore::set_placement_json(std::int64_t id, const std::string& placement_json) {
+    auto txn = begin_write();
+    if (!txn) {
+        return tl::unexpected(txn.error());
+    }
+    auto stmt = prepare("UPDATE jobs SET placement_json = ?1 WHERE id = ?2");
+    if (!stmt) {
+        return tl::unexpected(stmt.error());
+    }
+    stmt->bind(1, placement_json);
+    stmt->bind(2, id);
+    if (stmt->step() != SQLITE_DONE || txn->commit() != SQLITE_OK) {
+        return tl::unexpected(sqlite_error(fmt::format("cannot record the placement of job {}", id)));
     }
     return {};
 }
@@ -279,6 +301,16 @@ Result<std::vector<JobRecord>> JobStore::list(const JobFilter& filter) {
     if (filter.state) {
         sql += " AND state = ?";
     }
+    if (filter.top_level_only) {
+        sql += " AND parent_id IS NULL";
+    }
+    if (!filter.parent_ids.empty()) {
+        sql += " AND parent_id IN (?";
+        for (std::size_t i = 1; i < filter.parent_ids.size(); ++i) {
+            sql += ", ?";
+        }
+        sql += ")";
+    }
     sql += " ORDER BY id";
 
     auto stmt = prepare(sql);
@@ -301,6 +333,9 @@ Result<std::vector<JobRecord>> JobStore::list(const JobFilter& filter) {
     }
     if (filter.state) {
         stmt->bind(++index, to_string(*filter.state));
+    }
+    for (std::int64_t id : filter.parent_ids) {
+        stmt->bind(++index, id);
     }
 
     std::vector<JobRecord> jobs;

@@ -21,7 +21,7 @@ namespace tandem::store {
 class Stmt;     // sqlite_stmt.hpp, private to the store
 class WriteTxn; // sqlite_stmt.hpp
 
-inline constexpr int k_schema_version = 2;
+inline constexpr int k_schema_version = 3;
 
 struct JobFilter {
     bool active_only = false;                // only non-terminal jobs
@@ -30,6 +30,8 @@ struct JobFilter {
     std::optional<std::string> cluster;
     std::optional<std::string> name;
     std::optional<JobState> state;
+    bool top_level_only = false;             // no members of groups (their group row stands for them)
+    std::vector<std::int64_t> parent_ids;    // non-empty: only members of these groups
 };
 
 using JobUpdate = tandem::JobUpdate; // defined in core/job.hpp
@@ -71,6 +73,8 @@ public:
     Result<std::int64_t> insert(const JobRecord& job);
     // Records the backend's id once the submit succeeded.
     Status set_remote_id(std::int64_t id, const std::string& remote_id);
+    // Replaces the stored placement (a job group keeps what it has done there: addresses published).
+    Status set_placement_json(std::int64_t id, const std::string& placement_json);
     // Applies a refresh result and sets updated_at to `now`. An UNKNOWN result changes nothing: the row keeps
     // its last known state, and updated_at its age. A result that only repeats what the row says, confirmed
     // less than 5 s before `now`, is not written (updated_at stays: the age is at most that much older).

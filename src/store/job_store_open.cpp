@@ -58,6 +58,12 @@ constexpr std::array k_migrations{
             outcome TEXT NOT NULL DEFAULT '',
             PRIMARY KEY(job_id, attempt));
     )sql"},
+    // Pipelines and job groups: a member row points at its group's row.
+    Migration{3, R"sql(
+        ALTER TABLE jobs ADD COLUMN parent_id INTEGER;
+        ALTER TABLE jobs ADD COLUMN member TEXT NOT NULL DEFAULT '';
+        CREATE INDEX IF NOT EXISTS jobs_parent ON jobs(parent_id);
+    )sql"},
 };
 static_assert(k_migrations.back().version == k_schema_version, "every schema version needs its migration");
 

@@ -14,6 +14,7 @@
 #include "backends/k8s/job_state.hpp"
 #include "backends/k8s/labels.hpp"
 #include "backends/k8s/node_inventory.hpp"
+#include "core/job_group.hpp"
 
 namespace tandem::k8s {
 
@@ -435,6 +436,44 @@ Result<std::vector<JobUpdate>> K8sBackend::refresh(const std::vector<JobRecord>&
     return updates;
 }
 
+// Pod IPs by rank, once every rank has a running pod with one.
+Result<std::optional<std::vector<std::string>>> K8sBackend::hosts(const JobRecord& job) {
+    const auto [ns, base] = split_remote_id(job.remote_id, m_settings.namespace_name);
+    auto pods = rank_pods(ns, base);
+    if (!pods) {
+        return tl::unexpected(pods.error());
+    }
+    std::vector<std::string> out;
+    for (int rank = 0; rank < job.num_nodes; ++rank) {
+        auto it = pods->find(rank);
+        if (it == pods->end()) {
+            return std::optional<std::vector<std::string>>();
+        }
+        const json status = it->second.value("status", json::object());
+        const std::string ip = status.value("podIP", "");
+        if (status.value("phase", "") != "Running" || ip.empty()) {
+            return std::optional<std::vector<std::string>>();
+        }
+        if (!valid_address(ip)) {
+            return fail(ErrorKind::remote, fmt::format("{}: pod of job {} has an address that is not one", m_cluster,
+                                                       job.remote_id));
+        }
+        out.push_back(ip);
+    }
+    return std::optional<std::vector<std::string>>(std::move(out));
+}
+
+// Created once, complete: a namespace user's Role grants create, not update or patch. A second publish
+// finds it there (409) and leaves it.
+Status K8sBackend::publish(const JobRecord& job, const std::string& channel, const std::string& book) {
+    const auto [ns, base] = split_remote_id(job.remote_id, m_settings.namespace_name);
+    auto answer = m_api.call("POST", core_path(ns, "configmaps"), group_book_configmap(base, channel, book), {409});
+    if (!answer) {
+        return tl::unexpected(answer.error());
+    }
+    return {};
+}
+
 // Every object of the job, listed and then deleted by name: a user's Role usually grants get, list,
 // watch, create and delete, not deletecollection, so a DELETE on a collection would be refused (and
 // Services have no delete-collection before 1.23 anyway). A 404 means someone else got there first.
@@ -445,10 +484,11 @@ Status K8sBackend::cancel(const JobRecord& job) {
     // orphan them, and they would keep running).
     const json background = {
         {"kind", "DeleteOptions"}, {"apiVersion", "v1"}, {"propagationPolicy", "Background"}};
-    const std::array<std::pair<std::string, json>, 3> kinds{{
+    const std::array<std::pair<std::string, json>, 4> kinds{{
         {jobs_path(ns), background}, // Jobs first: nothing of the job runs on after this
         {core_path(ns, "services"), json()},
         {core_path(ns, "secrets"), json()},
+        {core_path(ns, "configmaps"), json()}, // a job group member's address book
     }};
     for (const auto& [collection, options] : kinds) {
         auto listed = m_api.call("GET", collection + selector);

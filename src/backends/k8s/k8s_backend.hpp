@@ -34,6 +34,8 @@ public:
     Result<std::vector<JobUpdate>> refresh(const std::vector<JobRecord>& jobs) override;
     Status cancel(const JobRecord& job) override;
     Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
+    Result<std::optional<std::vector<std::string>>> hosts(const JobRecord& job) override;
+    Status publish(const JobRecord& job, const std::string& channel, const std::string& book) override;
     // The pods of the jobs' namespace through the watch API (k8s_watch.cpp).
     Status watch(const std::vector<JobRecord>& jobs, const WatchSink& sink) override;
 

@@ -14,6 +14,7 @@
 #include "backends/k8s/labels.hpp"
 #include "backends/k8s/node_inventory.hpp"
 #include "core/git_checkout.hpp"
+#include "core/job_group.hpp"
 
 namespace tandem::k8s {
 
@@ -34,11 +35,25 @@ constexpr std::string_view k_node_git =
 cd "$TANDEM_GIT_DIR/rank-$TANDEM_NODE_RANK" || exit 1
 )";
 
+// A job group member waits for the group's addresses first: tandem creates the ConfigMap named by the
+// member's channel once every member has its pods or nodes, and the kubelet projects it into the
+// (optional) volume mounted here.
+constexpr std::string_view k_node_group_wait = R"(tandem_group_wait "$TANDEM_GROUP_BOOK" || exit $?
+)";
+
 std::string node_program(const TaskSpec& spec) {
-    if (!spec.git_workdir) {
-        return std::string(k_node_program);
+    std::string program;
+    if (!spec.group_channel.empty()) {
+        program += group_wait_function() + std::string(k_node_group_wait);
     }
-    return git_checkout_function() + std::string(k_node_git) + std::string(k_node_program);
+    if (spec.git_workdir) {
+        program += git_checkout_function() + std::string(k_node_git);
+    }
+    return program + std::string(k_node_program);
+}
+
+std::string group_mount_path(const TaskSpec& spec) {
+    return "/var/run/tandem/" + spec.group_channel;
 }
 
 constexpr std::string_view k_container = "main";
@@ -170,6 +185,9 @@ json environment(const TaskSpec& spec, const JobPlan& plan, std::optional<int> r
         env.push_back(env_field("TANDEM_NODE_IPS", "status.podIP"));
         env.push_back(env_field("SKYPILOT_NODE_IPS", "status.podIP"));
     }
+    if (!spec.group_channel.empty()) {
+        env.push_back(env_value("TANDEM_GROUP_BOOK", group_mount_path(spec) + "/" + std::string(k_group_book_key)));
+    }
     if (spec.git_workdir) {
         for (const auto& [name, value] : git_checkout_environment(*spec.git_workdir)) {
             env.push_back(env_value(name, value));
@@ -249,11 +267,19 @@ json pod_template(const TaskSpec& spec, const JobPlan& plan, std::optional<int> 
     if (auto ports = container_ports(spec); !ports.empty()) {
         container["ports"] = ports;
     }
+    if (!spec.group_channel.empty()) {
+        container["volumeMounts"] =
+            json::array({{{"name", "tandem-group"}, {"mountPath", group_mount_path(spec)}, {"readOnly", true}}});
+    }
     json pod_spec = {
         {"restartPolicy", "Never"},
         {"enableServiceLinks", false},
         {"containers", json::array({container})},
     };
+    if (!spec.group_channel.empty()) { // optional: the pod starts before the ConfigMap exists
+        pod_spec["volumes"] = json::array(
+            {{{"name", "tandem-group"}, {"configMap", {{"name", spec.group_channel}, {"optional", true}}}}});
+    }
     if (plan.gpu) {
         if (!plan.gpu->product.empty()) { // terms are ORed: the product under any label that names one
             json terms = json::array();
@@ -551,6 +577,15 @@ std::string to_yaml(const Manifests& manifests) {
         out += '\n';
     }
     return out;
+}
+
+json group_book_configmap(const std::string& base_name, const std::string& channel, const std::string& book) {
+    json labels = {{std::string(k_managed_by_key), std::string(k_managed_by_value)},
+                   {std::string(k_job_label), base_name}};
+    return {{"apiVersion", "v1"},
+            {"kind", "ConfigMap"},
+            {"metadata", {{"name", channel}, {"labels", labels}}},
+            {"data", {{std::string(k_group_book_key), book}}}};
 }
 
 } // namespace tandem::k8s

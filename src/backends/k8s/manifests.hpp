@@ -93,6 +93,13 @@ std::string job_name(const JobPlan& plan, int rank);
 
 // The label selector that lists every object of one tandem job ("tandem.dev/job=<base>").
 std::string job_selector(const std::string& base_name);
+// A job group member's address book: the key of its ConfigMap (named by the member's channel), and the
+// file the pod's wrapper waits for.
+inline constexpr std::string_view k_group_book_key = "hosts.env";
+// The ConfigMap that carries a job group's address book to one member (labelled as the member's job,
+// so its cancel removes it).
+nlohmann::json group_book_configmap(const std::string& base_name, const std::string& channel,
+                                    const std::string& book);
 // The label selector that lists every tandem object of a namespace.
 std::string managed_selector();
 

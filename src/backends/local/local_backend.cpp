@@ -15,6 +15,7 @@
 
 #include "backends/file_log.hpp"
 #include "core/git_checkout.hpp"
+#include "core/job_group.hpp"
 #include "core/quantity.hpp"
 
 namespace tandem::local {
@@ -33,12 +34,17 @@ printf '%s\n' "$rc" > "$d/exit_code.tmp" && mv -f "$d/exit_code.tmp" "$d/exit_co
 exit "$rc"
 )SH";
 
-// The wrapper; with a git workdir it first clones it into the job's directory and runs there.
+// The wrapper; a job group member first waits for the group's addresses (published into the job's
+// directory); with a git workdir it then clones it into the job's directory and runs there.
 std::string wrapper_text(const TaskSpec& spec) {
     std::string text = k_wrapper;
     std::string git;
+    if (!spec.group_channel.empty()) {
+        git = group_wait_function() + "tandem_group_wait \"$d/group.env\" || rc=$?\n";
+    }
     if (spec.git_workdir) {
-        git = git_checkout_function() + "tandem_git_checkout \"$d/workdir\" && cd \"$d/workdir\" || rc=$?\n";
+        git += git_checkout_function() +
+               "[ \"$rc\" -eq 0 ] && { tandem_git_checkout \"$d/workdir\" && cd \"$d/workdir\" || rc=$?; }\n";
     }
     text.replace(text.find("@GIT@"), 5, git);
     return text;
@@ -305,6 +311,36 @@ Result<std::vector<JobUpdate>> LocalBackend::refresh(const std::vector<JobRecord
         out.push_back(observe(job));
     }
     return out;
+}
+
+// The job runs on this machine: its address is the host's name (what the other members of a group,
+// on other systems, can reach), known once the job has started.
+Result<std::optional<std::vector<std::string>>> LocalBackend::hosts(const JobRecord& job) {
+    if (job.remote_id.empty() || !(job.state == JobState::running || job.state == JobState::starting)) {
+        return std::optional<std::vector<std::string>>();
+    }
+    char name[256] = {};
+    if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') {
+        return std::optional<std::vector<std::string>>(std::vector<std::string>{"127.0.0.1"});
+    }
+    return std::optional<std::vector<std::string>>(std::vector<std::string>{name});
+}
+
+// Written beside the job's files and renamed into place: the waiting wrapper never reads half of it.
+Status LocalBackend::publish(const JobRecord& job, const std::string& channel, const std::string& book) {
+    (void)channel;
+    const fs::path dir = job_dir(job.id);
+    const fs::path tmp = dir / "group.env.tmp";
+    if (auto ok = write_file(tmp, book, fs::perms::owner_read | fs::perms::owner_write); !ok) {
+        return ok;
+    }
+    std::error_code ec;
+    fs::rename(tmp, dir / "group.env", ec);
+    if (ec) {
+        return fail(ErrorKind::internal, fmt::format("local: cannot write {}: {}", (dir / "group.env").string(),
+                                                     ec.message()));
+    }
+    return {};
 }
 
 Status LocalBackend::cancel(const JobRecord& job) {

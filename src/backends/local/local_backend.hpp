@@ -32,6 +32,8 @@ public:
     Result<std::vector<JobUpdate>> refresh(const std::vector<JobRecord>& jobs) override;
     Status cancel(const JobRecord& job) override;
     Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
+    Result<std::optional<std::vector<std::string>>> hosts(const JobRecord& job) override;
+    Status publish(const JobRecord& job, const std::string& channel, const std::string& book) override;
 
 private:
     std::string job_dir(std::int64_t job_id) const;

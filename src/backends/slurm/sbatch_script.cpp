@@ -10,6 +10,7 @@
 
 #include "backends/slurm/script_quoting.hpp"
 #include "core/git_checkout.hpp"
+#include "core/job_group.hpp"
 
 namespace tandem::slurm {
 
@@ -238,6 +239,14 @@ Result<std::string> render_sbatch_script(const TaskSpec& spec, const SubmitPlan&
          "# exits with the highest exit code, so the job's is run's (or setup's) even when all nodes fail "
          "alike.\n";
     std::string node(k_node_rank);
+    if (!spec.group_channel.empty()) {
+        // A job group member: every node waits for the group's addresses, which tandem writes to the
+        // shared home once every member has its nodes (core/job_group.hpp).
+        s += fmt::format("export TANDEM_GROUP_BOOK=\"$HOME/.tandem/groups/\"{}.env\n",
+                         shell_quote(spec.group_channel));
+        node += group_wait_function();
+        node += "tandem_group_wait \"$TANDEM_GROUP_BOOK\" || exit $?\n";
+    }
     if (spec.git_workdir) {
         s += fmt::format("export TANDEM_GIT_DIR=\"$HOME/.tandem/workdirs/\"{}\n", shell_quote(plan.submit_token));
         node += git_checkout_function();

@@ -1,3 +1,4 @@
+#include "backends/slurm/group_channel.hpp"
 #include "backends/slurm/slurm_rest_backend.hpp"
 
 #include <algorithm>
@@ -420,6 +421,27 @@ Result<std::string> SlurmRestBackend::submit(const TaskSpec& given, const Placem
     }
     remember_output(job_id, plan, *id);
     return *id;
+}
+
+Result<std::optional<std::vector<std::string>>> SlurmRestBackend::hosts(const JobRecord& job) {
+    auto listed = list_jobs();
+    if (!listed) {
+        return tl::unexpected(listed.error());
+    }
+    return running_hosts(*listed, job.remote_id, m_cluster);
+}
+
+// slurmrestd cannot write a file: the book goes over the cluster's ssh: host when it has one.
+Status SlurmRestBackend::publish(const JobRecord& job, const std::string& channel, const std::string& book) {
+    (void)job;
+    if (!m_files) {
+        return fail(ErrorKind::config,
+                    fmt::format("cluster {}: a job group's addresses reach its Slurm members through a file "
+                                "in the cluster's home, and this cluster has rest: without ssh:",
+                                m_cluster),
+                    "add an ssh: section to the cluster in config.yaml (the same user's login)");
+    }
+    return publish_book(*m_files, m_settings.home, channel, book, m_cluster);
 }
 
 Status SlurmRestBackend::cancel(const JobRecord& job) {

@@ -35,6 +35,8 @@ public:
     Result<std::vector<JobUpdate>> refresh(const std::vector<JobRecord>& jobs) override;
     Status cancel(const JobRecord& job) override;
     Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
+    Result<std::optional<std::vector<std::string>>> hosts(const JobRecord& job) override;
+    Status publish(const JobRecord& job, const std::string& channel, const std::string& book) override;
 
     // With ssh: settings too: the workdir is uploaded through this host before a submit, and logs are
     // read through it (SFTP) instead of from a shared filesystem.

@@ -16,6 +16,7 @@
 #include "backends/slurm/slurm_cli.hpp"
 #include "backends/slurm/slurm_inventory.hpp"
 #include "backends/slurm/submit_plan.hpp"
+#include "backends/slurm/group_channel.hpp"
 #include "backends/slurm/workdir_upload.hpp"
 
 namespace tandem::slurm {
@@ -365,6 +366,23 @@ Result<std::vector<JobUpdate>> SlurmSshBackend::refresh(const std::vector<JobRec
         }
     }
     return out;
+}
+
+Result<std::optional<std::vector<std::string>>> SlurmSshBackend::hosts(const JobRecord& job) {
+    auto listed = squeue({job.remote_id});
+    if (!listed) {
+        return tl::unexpected(listed.error());
+    }
+    return running_hosts(*listed, job.remote_id, m_cluster);
+}
+
+Status SlurmSshBackend::publish(const JobRecord& job, const std::string& channel, const std::string& book) {
+    (void)job;
+    auto dir = home();
+    if (!dir) {
+        return tl::unexpected(dir.error());
+    }
+    return publish_book(*m_host, *dir, channel, book, m_cluster);
 }
 
 Status SlurmSshBackend::cancel(const JobRecord& job) {

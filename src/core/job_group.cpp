@@ -1,0 +1,314 @@
+#include "core/job_group.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace tandem {
+
+bool GroupHeader::is_primary(const std::string& member) const {
+    return primary.empty() || std::find(primary.begin(), primary.end(), member) != primary.end();
+}
+
+std::int64_t GroupHeader::termination_delay_of(const std::string& member) const {
+    if (auto it = termination_delay.find(member); it != termination_delay.end()) {
+        return it->second;
+    }
+    auto d = termination_delay.find("");
+    return d == termination_delay.end() ? 0 : d->second;
+}
+
+std::string GroupHeader::channel(std::size_t index) const {
+    return fmt::format("tandem-{}-{}", token, index);
+}
+
+GroupHeader header_of(const TaskGroup& group, std::string token) {
+    GroupHeader h;
+    h.name = group.name;
+    h.kind = group.kind;
+    for (const auto& m : group.members) {
+        h.members.push_back(m.name);
+    }
+    h.primary = group.primary;
+    h.termination_delay = group.termination_delay;
+    h.token = std::move(token);
+    return h;
+}
+
+nlohmann::json to_json(const GroupHeader& h) {
+    nlohmann::json delays = nlohmann::json::object();
+    for (const auto& [member, seconds] : h.termination_delay) {
+        delays[member] = seconds;
+    }
+    return {{"group", h.name},
+            {"execution", std::string(to_string(h.kind))},
+            {"members", h.members},
+            {"primary_tasks", h.primary},
+            {"termination_delay_seconds", delays},
+            {"token", h.token}};
+}
+
+Result<GroupHeader> group_header_from_json(const std::string& text) {
+    auto bad = [](const std::string& why) {
+        return fail(ErrorKind::internal, "the stored job group is unreadable: " + why);
+    };
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+        return bad("not a JSON object");
+    }
+    GroupHeader h;
+    try {
+        h.name = j.at("group").get<std::string>();
+        h.kind = j.at("execution").get<std::string>() == "parallel" ? GroupKind::parallel : GroupKind::pipeline;
+        h.members = j.at("members").get<std::vector<std::string>>();
+        h.primary = j.value("primary_tasks", std::vector<std::string>{});
+        if (auto it = j.find("termination_delay_seconds"); it != j.end() && it->is_object()) {
+            for (auto d = it->begin(); d != it->end(); ++d) {
+                h.termination_delay[d.key()] = d.value().get<std::int64_t>();
+            }
+        }
+        h.token = j.at("token").get<std::string>();
+    } catch (const nlohmann::json::exception& e) {
+        return bad(e.what());
+    }
+    return h;
+}
+
+std::string hosts_variable(const std::string& member) {
+    std::string out = "TANDEM_GROUP_";
+    for (char c : member) {
+        if (c >= 'a' && c <= 'z') {
+            out += static_cast<char>(c - 'a' + 'A');
+        } else if ((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
+            out += c;
+        } else {
+            out += '_';
+        }
+    }
+    return out + "_HOSTS";
+}
+
+bool valid_address(const std::string& address) {
+    if (address.empty() || address.size() > 253) {
+        return false;
+    }
+    return std::all_of(address.begin(), address.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+               c == '-' || c == '_' || c == ':';
+    });
+}
+
+std::string address_book(const GroupHeader& header, const std::map<std::string, std::vector<std::string>>& hosts) {
+    // Values are single-quoted; names and addresses hold no quote (members are [A-Za-z0-9_-], addresses
+    // pass valid_address), so nothing in them can end the quoting.
+    auto joined = [](const std::vector<std::string>& lines) {
+        std::string out;
+        for (const auto& l : lines) {
+            out += (out.empty() ? "" : "\n") + l;
+        }
+        return out;
+    };
+    std::string book = fmt::format("TANDEM_GROUP_MEMBERS='{}'\n", joined(header.members));
+    for (const auto& member : header.members) {
+        auto it = hosts.find(member);
+        book += fmt::format("{}='{}'\n", hosts_variable(member),
+                            it == hosts.end() ? std::string() : joined(it->second));
+    }
+    return book;
+}
+
+std::string group_wait_function() {
+    return R"SH(tandem_group_wait() {
+  local book="$1" limit="${TANDEM_GROUP_WAIT:-600}" waited=0
+  while [ ! -s "$book" ]; do
+    if [ "$waited" -ge "$limit" ]; then
+      echo "tandem: the addresses of job group '$TANDEM_GROUP' did not arrive within ${limit}s: they are published while 'tandem launch' follows the group, or by 'tandem status $TANDEM_GROUP_ID' after --detach" >&2
+      return 124
+    fi
+    if [ "$waited" -eq 0 ]; then
+      echo "tandem: waiting for the addresses of job group '$TANDEM_GROUP'" >&2
+    fi
+    sleep 1
+    waited=$((waited + 1))
+  done
+  set -a
+  . "$book"
+  set +a
+}
+)SH";
+}
+
+std::vector<std::pair<std::string, std::string>> group_environment(const GroupHeader& header, std::int64_t group_id,
+                                                                    const std::string& member,
+                                                                    std::int64_t wait_seconds) {
+    std::vector<std::pair<std::string, std::string>> env{
+        {"SKYPILOT_JOBGROUP_NAME", header.name},
+        {"TANDEM_GROUP", header.name},
+        {"TANDEM_GROUP_ID", std::to_string(group_id)},
+        {"TANDEM_GROUP_MEMBER", member},
+    };
+    if (header.kind == GroupKind::parallel) {
+        env.emplace_back("TANDEM_GROUP_WAIT", std::to_string(wait_seconds));
+    }
+    return env;
+}
+
+namespace {
+
+bool started(const JobRecord& m) {
+    return m.started_at.has_value() || m.state == JobState::running || m.state == JobState::starting ||
+           (is_terminal(m.state) && !m.remote_id.empty());
+}
+
+std::string member_reason(const JobRecord& m) {
+    return m.reason.empty() ? std::string(to_string(m.state)) : m.reason;
+}
+
+// The group's state while none of its outcome is decided, or while its members are being stopped.
+JobUpdate in_progress(const std::vector<JobRecord>& members, std::string reason) {
+    JobUpdate u;
+    u.state = JobState::pending;
+    for (const auto& m : members) {
+        if (started(m)) {
+            u.state = JobState::running;
+            if (m.started_at && (!u.started_at || *m.started_at < *u.started_at)) {
+                u.started_at = m.started_at;
+            }
+        }
+    }
+    u.reason = std::move(reason);
+    return u;
+}
+
+// The decided outcome, once every member has ended; until then the group is still running.
+JobUpdate settle(const std::vector<JobRecord>& members, JobState state, std::string reason,
+                 std::optional<int> exit_code) {
+    const bool all_ended =
+        std::all_of(members.begin(), members.end(), [](const JobRecord& m) { return is_terminal(m.state); });
+    if (!all_ended) {
+        auto u = in_progress(members, "stopping the other members: " + reason);
+        if (u.state == JobState::pending) {
+            u.state = JobState::running; // something has ended, so the group has begun
+        }
+        return u;
+    }
+    JobUpdate u = in_progress(members, std::move(reason));
+    u.state = state;
+    u.exit_code = state == JobState::succeeded ? std::optional<int>(0) : exit_code;
+    for (const auto& m : members) {
+        if (m.ended_at && (!u.ended_at || *m.ended_at > *u.ended_at)) {
+            u.ended_at = m.ended_at;
+        }
+    }
+    return u;
+}
+
+GroupStep pipeline_step(const GroupHeader& header, const std::vector<JobRecord>& members) {
+    GroupStep step;
+    const std::size_t n = members.size();
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto& m = members[i];
+        if (m.state == JobState::succeeded) {
+            continue;
+        }
+        const std::string stage = fmt::format("stage {}/{} ({})", i + 1, n, m.member);
+        if (is_terminal(m.state)) {
+            const std::string why = fmt::format("{} {}: {}", stage, to_string(m.state), member_reason(m));
+            for (std::size_t later = i + 1; later < n; ++later) {
+                if (!is_terminal(members[later].state)) {
+                    step.stop.emplace_back(later, fmt::format("not run: {} {}", stage, to_string(m.state)));
+                }
+            }
+            step.group = settle(members, m.state, why, m.exit_code);
+            return step;
+        }
+        if (m.remote_id.empty() && m.state == JobState::pending) {
+            step.submit.push_back(i);
+        }
+        step.group = in_progress(members, stage + ": " + member_reason(m));
+        return step;
+    }
+    (void)header;
+    step.group = settle(members, JobState::succeeded, fmt::format("all {} stages succeeded", n), 0);
+    return step;
+}
+
+GroupStep parallel_step(const GroupHeader& header, const std::vector<JobRecord>& members, std::int64_t now) {
+    GroupStep step;
+    const std::size_t n = members.size();
+    bool primaries_done = true;
+    std::int64_t primaries_end = 0;
+    for (const auto& m : members) {
+        if (header.is_primary(m.member)) {
+            primaries_done = primaries_done && is_terminal(m.state);
+            primaries_end = std::max(primaries_end, m.ended_at.value_or(0));
+        }
+    }
+    // A failure decides the group: a primary's, or an auxiliary's before the primaries were done (one
+    // that fails while being stopped afterwards changes nothing).
+    std::optional<std::size_t> decider;
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto& m = members[i];
+        bool counts = m.state == JobState::failed;
+        if (counts && !header.is_primary(m.member) && primaries_done) {
+            counts = m.ended_at.value_or(0) < primaries_end;
+        }
+        // A primary cancelled (by hand) ends the group too: it can no longer reach its outcome.
+        counts = counts || (m.state == JobState::cancelled && header.is_primary(m.member) && !primaries_done);
+        if (counts && (!decider || m.ended_at.value_or(0) < members[*decider].ended_at.value_or(0))) {
+            decider = i;
+        }
+    }
+    if (decider) {
+        const auto& d = members[*decider];
+        const std::string why = fmt::format("member {} {}: {}", d.member, to_string(d.state), member_reason(d));
+        for (std::size_t i = 0; i < n; ++i) {
+            if (!is_terminal(members[i].state)) {
+                step.stop.emplace_back(i, fmt::format("stopped: member {} {}", d.member, to_string(d.state)));
+            }
+        }
+        step.group = settle(members, d.state, why, d.exit_code);
+        return step;
+    }
+    if (primaries_done) {
+        std::optional<std::size_t> cancelled;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (header.is_primary(members[i].member) && members[i].state == JobState::cancelled && !cancelled) {
+                cancelled = i;
+            }
+            if (is_terminal(members[i].state)) {
+                continue;
+            }
+            const std::int64_t deadline = primaries_end + header.termination_delay_of(members[i].member);
+            if (now >= deadline) {
+                step.stop.emplace_back(i, "stopped: the primary tasks ended");
+            } else if (!step.next_deadline || deadline < *step.next_deadline) {
+                step.next_deadline = deadline;
+            }
+        }
+        if (cancelled) {
+            const auto& c = members[*cancelled];
+            step.group = settle(members, JobState::cancelled,
+                                fmt::format("member {} CANCELLED: {}", c.member, member_reason(c)), std::nullopt);
+        } else {
+            step.group = settle(members, JobState::succeeded, "the primary tasks succeeded", 0);
+        }
+        return step;
+    }
+    std::size_t running = 0;
+    for (const auto& m : members) {
+        running += m.state == JobState::running ? 1 : 0;
+    }
+    step.group = in_progress(members, fmt::format("{}/{} members running", running, n));
+    return step;
+}
+
+} // namespace
+
+GroupStep next_step(const GroupHeader& header, const std::vector<JobRecord>& members, std::int64_t now) {
+    return header.kind == GroupKind::pipeline ? pipeline_step(header, members)
+                                              : parallel_step(header, members, now);
+}
+
+} // namespace tandem
