@@ -677,8 +677,16 @@ Result<int> launch_group(Context& ctx, TaskGroup group, const GroupLaunchOptions
     failovers.reserve(specs.size());
     for (std::size_t i = 0; i < specs.size(); ++i) {
         auto& spec = specs[i];
+        // The task may set TANDEM_GROUP_WAIT itself (how long its wrapper waits for the addresses);
+        // the group's own names are tandem's.
         for (auto& kv : group_environment(header, row.id, spec.name, k_default_group_wait)) {
-            spec.envs.push_back(std::move(kv));
+            auto it = std::find_if(spec.envs.begin(), spec.envs.end(),
+                                   [&](const auto& e) { return e.first == kv.first; });
+            if (it == spec.envs.end()) {
+                spec.envs.push_back(std::move(kv));
+            } else if (kv.first != "TANDEM_GROUP_WAIT") {
+                it->second = std::move(kv.second);
+            }
         }
         if (!pipeline) {
             spec.group_channel = header.channel(i);

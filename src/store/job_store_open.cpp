@@ -21,6 +21,9 @@ namespace {
 struct Migration {
     int version;
     const char* sql;
+    // A step that adds columns cannot say IF NOT EXISTS: it is skipped when the jobs table already has
+    // this column (a file with its tables but an empty schema_version).
+    const char* adds_column = nullptr;
 };
 
 constexpr std::array k_migrations{
@@ -63,7 +66,7 @@ constexpr std::array k_migrations{
         ALTER TABLE jobs ADD COLUMN parent_id INTEGER;
         ALTER TABLE jobs ADD COLUMN member TEXT NOT NULL DEFAULT '';
         CREATE INDEX IF NOT EXISTS jobs_parent ON jobs(parent_id);
-    )sql"},
+    )sql", "parent_id"},
 };
 static_assert(k_migrations.back().version == k_schema_version, "every schema version needs its migration");
 
@@ -222,6 +225,16 @@ Status JobStore::migrate() {
         return {};
     }
     for (const Migration& step : k_migrations) {
+        if (step.adds_column) {
+            auto has = prepare("SELECT count(*) FROM pragma_table_info('jobs') WHERE name = ?1");
+            if (!has) {
+                return tl::unexpected(has.error());
+            }
+            has->bind(1, std::string_view(step.adds_column));
+            if (has->step() == SQLITE_ROW && has->int64_at(0) > 0) {
+                continue;
+            }
+        }
         if (step.version > *version) {
             if (auto ok = exec(step.sql, fmt::format("migrating to schema version {}", step.version)); !ok) {
                 return ok;

@@ -103,7 +103,7 @@ TEST_CASE("a task with neither run nor setup is refused", "[bad-input]") {
     CHECK(errors.size() == 1);
 }
 
-TEST_CASE("several YAML documents are a pipeline: plan shows each task, launch refuses it for now",
+TEST_CASE("several YAML documents are a pipeline: plan shows each task, launch runs them in order",
           "[bad-input]") {
     TempHome t;
     const auto file = fixture("bad_multi_document.yaml"); // two named tasks, no header
@@ -115,12 +115,9 @@ TEST_CASE("several YAML documents are a pipeline: plan shows each task, launch r
     CHECK(contains(plan.out, "== second =="));
     auto r = t.tandem({"launch", file});
     INFO(r);
-    CHECK(r.exit_code == 2);
-    CHECK(r.out.empty());
-    CHECK(contains(r.err, k_error + file + ": a pipeline of 2 tasks (bad_multi_document); launching pipelines "
-                                           "and job groups is not built yet"));
-    CHECK(contains(r.err, "hint: `tandem plan " + file + "` shows where each task would run"));
-    CHECK(t.jobs_json().empty());
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == "[first/0] one\n[second/0] two\n");
+    CHECK(contains(r.err, "job group 1 (bad_multi_document) SUCCEEDED: all 2 stages succeeded"));
 }
 
 TEST_CASE("every error of a file is reported at once", "[bad-input]") {

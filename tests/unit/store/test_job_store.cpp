@@ -57,14 +57,14 @@ std::string read_bytes(const std::string& path) {
 
 } // namespace
 
-TEST_CASE("a new store is created in WAL mode at schema version 1") {
+TEST_CASE("a new store is created in WAL mode at the current schema version") {
     TempDir dir;
     const auto path = dir.file("jobs.db");
     { auto store = open_ok(path); }
     CHECK(raw_text(path, "PRAGMA journal_mode") == "wal");
     CHECK(raw_int(path, "SELECT count(*) FROM schema_version") == 1);
     CHECK(raw_int(path, "SELECT version FROM schema_version") == k_schema_version);
-    CHECK(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE type='index' AND name LIKE 'jobs_%'") == 2);
+    CHECK(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE type='index' AND name LIKE 'jobs_%'") == 3);
 
     SECTION("reopening an existing store keeps its rows and its single version row") {
         {
@@ -380,7 +380,7 @@ TEST_CASE("a store written by a newer tandem is refused and left untouched") {
     REQUIRE_FALSE(refused);
     CHECK(refused.error().kind == ErrorKind::config);
     CHECK(refused.error().message ==
-          "job store " + path + " has schema version 99, newer than this tandem understands (2)");
+          "job store " + path + " has schema version 99, newer than this tandem understands (3)");
     CHECK(refused.error().hint == "upgrade tandem; the file was left untouched");
 
     CHECK(read_bytes(path) == before);
@@ -426,4 +426,55 @@ TEST_CASE("a file that cannot be a job store is an error value") {
         CHECK(store.error().kind == ErrorKind::internal);
         CHECK_THAT(store.error().message, Catch::StartsWith("cannot open job store " + path + ": "));
     }
+}
+
+TEST_CASE("a group's members point at its row and are listed by it") {
+    TempDir dir;
+    auto store = open_ok(dir.file("jobs.db"));
+    auto group = sample_job("rl");
+    group.backend = JobRecord::k_group_backend;
+    group.remote_id = "";
+    const auto gid = insert_ok(*store, group);
+    auto member = sample_job("trainer");
+    member.parent_id = gid;
+    member.member = "trainer";
+    const auto m1 = insert_ok(*store, member);
+    member.member = member.name = "rollout";
+    const auto m2 = insert_ok(*store, member);
+    const auto plain = insert_ok(*store, sample_job("plain"));
+
+    const auto got = get_ok(*store, m2);
+    CHECK(got.parent_id == gid);
+    CHECK(got.member == "rollout");
+    CHECK(get_ok(*store, gid).is_group());
+    CHECK_FALSE(get_ok(*store, plain).parent_id);
+
+    using Ids = std::vector<std::int64_t>;
+    JobFilter top;
+    top.top_level_only = true;
+    CHECK(ids_of(store->list(top)) == Ids{gid, plain});
+    JobFilter members;
+    members.parent_ids = {gid};
+    CHECK(ids_of(store->list(members)) == Ids{m1, m2});
+}
+
+TEST_CASE("a schema 2 store gains the group columns and keeps its rows") {
+    TempDir dir;
+    const auto path = dir.file("jobs.db");
+    {
+        auto store = open_ok(path);
+        insert_ok(*store, sample_job("old"));
+    }
+    // Back to what tandem of schema 2 wrote: no group columns, version 2.
+    REQUIRE(raw_exec(path, "DROP INDEX jobs_parent; ALTER TABLE jobs DROP COLUMN member; "
+                           "ALTER TABLE jobs DROP COLUMN parent_id; UPDATE schema_version SET version = 2") ==
+            SQLITE_OK);
+    auto store = open_ok(path);
+    CHECK(raw_int(path, "SELECT version FROM schema_version") == 3);
+    auto jobs = store->list({});
+    REQUIRE(jobs);
+    REQUIRE(jobs->size() == 1);
+    CHECK(jobs->front().name == "old");
+    CHECK_FALSE(jobs->front().parent_id);
+    CHECK(jobs->front().member.empty());
 }
