@@ -464,10 +464,23 @@ Result<std::optional<std::vector<std::string>>> K8sBackend::hosts(const JobRecor
 }
 
 // Created once, complete: a namespace user's Role grants create, not update or patch. A second publish
-// finds it there (409) and leaves it.
+// finds it there (409) and leaves it. Owned by the member's first Job, so it goes when the Job goes.
 Status K8sBackend::publish(const JobRecord& job, const std::string& channel, const std::string& book) {
     const auto [ns, base] = split_remote_id(job.remote_id, m_settings.namespace_name);
-    auto answer = m_api.call("POST", core_path(ns, "configmaps"), group_book_configmap(base, channel, book), {409});
+    json object = group_book_configmap(base, channel, book);
+    auto jobs = m_api.call("GET", jobs_path(ns) + "?labelSelector=" + query_escape(job_selector(base)));
+    if (!jobs) {
+        return tl::unexpected(jobs.error());
+    }
+    const json items = jobs->body.value("items", json::array());
+    if (!items.empty() && items.front().is_object()) {
+        const json meta = items.front().value("metadata", json::object());
+        object["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "batch/v1"},
+                                                              {"kind", "Job"},
+                                                              {"name", meta.value("name", "")},
+                                                              {"uid", meta.value("uid", "")}}});
+    }
+    auto answer = m_api.call("POST", core_path(ns, "configmaps"), object, {409});
     if (!answer) {
         return tl::unexpected(answer.error());
     }

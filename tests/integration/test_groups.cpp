@@ -1,0 +1,285 @@
+// Job groups and pipelines across the real Slurm testbed (`lab`: slurmrestd with ssh:, through which the
+// address book reaches Slurm jobs) and the real Kubernetes testbed (`k8s`, as the namespace-only
+// certificate user), through the real binary: the RL example end to end with its members talking over
+// the published addresses, a three-stage pipeline whose middle stage fails, primary/auxiliary
+// termination with a delay, cancel of a running group, and groups refused before anything is submitted.
+
+#include <ctime>
+#include <thread>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "k8s_testbed.hpp"
+#include "slurm_testbed.hpp"
+
+using namespace tandem_test;
+using nlohmann::json;
+
+namespace {
+
+struct GroupLab {
+    TempHome home;
+    RunOptions options;
+
+    explicit GroupLab(bool slurm_ssh = true) {
+        const auto& s = slurm_env();
+        std::string ssh;
+        if (slurm_ssh) {
+            ssh = "    ssh:\n      host: " + s.at("SLURM_SSH_HOST") + "\n      port: \"" + s.at("SLURM_SSH_PORT") +
+                  "\"\n      user: " + s.at("SLURM_SSH_USER") + "\n      identity_file: " + s.at("SLURM_SSH_KEY") +
+                  "\n      known_hosts: " + s.at("SLURM_SSH_KNOWN_HOSTS") + "\n";
+        }
+        home.write_config("clusters:\n"
+                          "  - name: lab\n"
+                          "    type: slurm\n"
+                          "    rest:\n"
+                          "      url: " + s.at("SLURM_REST_URL") + "\n"
+                          "      user: " + s.at("SLURM_JWT_USER") + "\n"
+                          "      token_env: SLURM_JWT\n" + ssh +
+                          "    home: " + s.at("SLURM_USER_HOME") + "\n"
+                          "  - name: k8s\n"
+                          "    type: kubernetes\n"
+                          "    kubeconfig: " + k8s_setting("K8S_KUBECONFIG_CERT") + "\n"
+                          "    namespace: " + k8s_setting("K8S_NAMESPACE") + "\n");
+        options.env = home.base_env();
+        options.env["SLURM_JWT"] = s.at("SLURM_JWT");
+        options.env["SSH_AUTH_SOCK"] = std::nullopt;
+    }
+    ~GroupLab() {
+        RunOptions o = options;
+        o.timeout = 60s;
+        (void)home.tandem({"cancel", "--all"}, o);
+    }
+    GroupLab(const GroupLab&) = delete;
+    GroupLab& operator=(const GroupLab&) = delete;
+
+    RunResult tandem(const std::vector<std::string>& args, std::chrono::milliseconds timeout = 180s) const {
+        RunOptions o = options;
+        o.timeout = timeout;
+        return home.tandem(args, o);
+    }
+    json job(int id) const {
+        auto r = tandem({"status", std::to_string(id), "--json"});
+        INFO(r);
+        REQUIRE(r.exit_code == 0);
+        auto j = json::parse(r.out);
+        REQUIRE(j["jobs"].size() == 1);
+        return j["jobs"][0];
+    }
+    json wait_terminal(int id, std::chrono::milliseconds limit = 120s) const {
+        const auto deadline = std::chrono::steady_clock::now() + limit;
+        json j = job(id);
+        while (!is_terminal_state(j["state"].get<std::string>()) && std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::sleep_for(500ms);
+            j = job(id);
+        }
+        return j;
+    }
+};
+
+const json& member(const json& group, const std::string& name) {
+    for (const auto& m : group["members"]) {
+        if (m["member"] == name) {
+            return m;
+        }
+    }
+    FAIL("no member " << name << " in " << group.dump());
+    static json none;
+    return none;
+}
+
+std::string base_of(const json& m) {
+    const auto id = m["remote_id"].get<std::string>();
+    return id.substr(id.find('/') + 1);
+}
+
+// Nothing of the stopped Kubernetes members is left in the namespace; a finished member's address book
+// is owned by its Job (and goes with it).
+void check_gone_on_k8s(const json& group) {
+    for (const auto& m : group["members"]) {
+        if (m["backend"] != "k8s" || !m["remote_id"].is_string() || m["remote_id"] == "") {
+            continue;
+        }
+        if (m["state"] != "CANCELLED") {
+            const auto books = objects_of("configmaps", base_of(m));
+            for (const auto& b : books) {
+                CHECK(b["metadata"]["ownerReferences"][0]["kind"] == "Job");
+            }
+            continue;
+        }
+        const auto left = wait_all_gone(base_of(m), 60s);
+        INFO("member " << m["member"] << " left " << left.size() << " kind(s) behind");
+        CHECK(left.empty());
+        CHECK(objects_of("configmaps", base_of(m)).empty());
+    }
+}
+
+int port_base() {
+    return 21000 + static_cast<int>(getpid() % 4000) * 2;
+}
+
+} // namespace
+
+TEST_CASE("the RL example runs across Slurm and Kubernetes, its members talking by the published addresses") {
+    GroupLab lab;
+    const int port = port_base();
+    auto r = lab.tandem({"launch", examples_dir() + "/rl-pipeline.yaml", "--env",
+                         "BUFFER_PORT=" + std::to_string(port), "--env", "REWARD_PORT=" + std::to_string(port + 1)},
+                        240s);
+    INFO(r);
+    REQUIRE(r.exit_code == 0);
+    CHECK(contains(r.err, "addresses published to its 4 members"));
+    CHECK(contains(r.out, "[replay-buffer/0] replay buffer listening on port " + std::to_string(port)));
+    CHECK(contains(r.out, "[rollout/0] rollout 0: pushed 20 scored samples"));
+    CHECK(contains(r.out, "[rollout/1] rollout 1: pushed 20 scored samples"));
+    for (const char* rank : {"0", "1"}) {
+        CHECK(contains(r.out, std::string("[trainer/") + rank + "] trainer rank " + rank + " step 2: batch of 8"));
+        CHECK(contains(r.out, std::string("[trainer/") + rank + "] trainer rank " + rank + ": done"));
+    }
+    auto group = lab.job(1);
+    CHECK(group["state"] == "SUCCEEDED");
+    CHECK(group["cluster"] == "k8s,lab");
+    CHECK(member(group, "trainer")["backend"] == "slurm");
+    CHECK(member(group, "trainer")["state"] == "SUCCEEDED");
+    CHECK(member(group, "trainer")["num_nodes"] == 2);
+    for (const char* aux : {"replay-buffer", "reward", "rollout"}) {
+        CHECK(member(group, aux)["backend"] == "k8s");
+        CHECK(member(group, aux)["state"] == "CANCELLED");
+        CHECK(member(group, aux)["reason"] == "stopped: the primary tasks ended");
+    }
+    check_gone_on_k8s(group);
+}
+
+TEST_CASE("a pipeline across Slurm and Kubernetes stops at its failing stage with that stage's exit code") {
+    GroupLab lab;
+    const auto file = lab.home.write("pipe.yaml", "name: pipe\n---\n"
+                                                  "name: fetch\nresources: {infra: slurm}\nrun: echo fetched\n---\n"
+                                                  "name: train\nresources: {infra: k8s}\nrun: |\n  echo training\n  exit 3\n---\n"
+                                                  "name: publish\nresources: {infra: slurm}\nrun: echo published\n");
+    auto r = lab.tandem({"launch", file});
+    INFO(r);
+    CHECK(r.exit_code == 3);
+    CHECK(contains(r.out, "[fetch/0] fetched"));
+    CHECK(contains(r.out, "[train/0] training"));
+    CHECK_FALSE(contains(r.out, "published"));
+    auto group = lab.job(1);
+    CHECK(group["state"] == "FAILED");
+    CHECK(group["exit_code"] == 3);
+    CHECK(member(group, "fetch")["state"] == "SUCCEEDED");
+    CHECK(member(group, "train")["state"] == "FAILED");
+    CHECK(member(group, "publish")["state"] == "CANCELLED");
+    CHECK(member(group, "publish")["remote_id"] == "");
+    CHECK(member(group, "publish")["reason"] == "not run: stage 2/3 (train) FAILED");
+    auto code = lab.tandem({"status", "1", "--exit-code"});
+    CHECK(code.exit_code == 3);
+}
+
+TEST_CASE("when the primary ends, the auxiliaries on both backends are stopped after termination_delay") {
+    GroupLab lab;
+    const auto file = lab.home.write("term.yaml", "name: term\nexecution: parallel\nprimary_tasks: [main]\n"
+                                                  "termination_delay: 4s\n---\n"
+                                                  "name: main\nresources: {infra: k8s}\nrun: sleep 2\n---\n"
+                                                  "name: helper-slurm\nresources: {infra: slurm}\nrun: sleep 300\n---\n"
+                                                  "name: helper-k8s\nresources: {infra: k8s}\nrun: sleep 300\n");
+    auto r = lab.tandem({"launch", "--wait", "--json", file});
+    INFO(r);
+    CHECK(r.exit_code == 0);
+    auto group = json::parse(r.out);
+    CHECK(group["state"] == "SUCCEEDED");
+    CHECK(member(group, "main")["state"] == "SUCCEEDED");
+    for (const char* aux : {"helper-slurm", "helper-k8s"}) {
+        const auto& m = member(group, aux);
+        CHECK(m["state"] == "CANCELLED");
+        CHECK(m["reason"] == "stopped: the primary tasks ended");
+    }
+    // Stopped no sooner than the delay after the primary ended (ISO times to the second).
+    const auto ended = [](const json& m) {
+        std::tm tm{};
+        const auto text = m["ended_at"].get<std::string>();
+        REQUIRE(strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm) != nullptr);
+        return static_cast<long>(timegm(&tm));
+    };
+    for (const char* aux : {"helper-slurm", "helper-k8s"}) {
+        CHECK(ended(member(group, aux)) - ended(member(group, "main")) >= 4);
+    }
+    auto slurm_job = member(group, "helper-slurm")["remote_id"].get<std::string>();
+    const auto& s = slurm_env();
+    auto squeue = run({"/usr/bin/env", "bash", "-c",
+                       "ssh " + s.at("SLURM_SSH_OPTS") + " " + s.at("SLURM_SSH_USER") + "@" + s.at("SLURM_SSH_HOST") +
+                           " squeue -h -j " + slurm_job + " -o %T"});
+    CHECK_FALSE(contains(squeue.out, "RUNNING"));
+    check_gone_on_k8s(group);
+}
+
+TEST_CASE("cancel of a running group leaves nothing on either backend") {
+    GroupLab lab;
+    const auto file = lab.home.write("c.yaml", "name: c\nexecution: parallel\n---\n"
+                                               "name: on-slurm\nnum_nodes: 2\nresources: {infra: slurm}\nrun: sleep 300\n---\n"
+                                               "name: on-k8s\nresources: {infra: k8s}\nrun: sleep 300\n");
+    auto launched = lab.tandem({"launch", "-d", file});
+    INFO(launched);
+    REQUIRE(launched.exit_code == 0);
+    const int id = std::stoi(launched.out);
+    // Running on both, with the addresses published by status.
+    json group;
+    for (int i = 0; i < 120; ++i) {
+        group = lab.job(id);
+        if (group["addresses_published"] == true) {
+            break;
+        }
+        std::this_thread::sleep_for(500ms);
+    }
+    REQUIRE(group["addresses_published"] == true);
+    auto r = lab.tandem({"cancel", std::to_string(id)});
+    INFO(r);
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.out, "cancelled, with its 2 members"));
+    group = lab.wait_terminal(id);
+    CHECK(group["state"] == "CANCELLED");
+    for (const auto& m : group["members"]) {
+        CHECK(m["state"] == "CANCELLED");
+    }
+    const auto& s = slurm_env();
+    const auto slurm_job = member(group, "on-slurm")["remote_id"].get<std::string>();
+    std::string state;
+    for (int i = 0; i < 60; ++i) {
+        auto q = run({"/usr/bin/env", "bash", "-c",
+                      "ssh " + s.at("SLURM_SSH_OPTS") + " " + s.at("SLURM_SSH_USER") + "@" + s.at("SLURM_SSH_HOST") +
+                          " squeue -h -j " + slurm_job + " -o %T"});
+        state = q.out;
+        if (!contains(state, "RUNNING") && !contains(state, "COMPLETING")) {
+            break;
+        }
+        std::this_thread::sleep_for(500ms);
+    }
+    CHECK_FALSE(contains(state, "RUNNING"));
+    check_gone_on_k8s(group);
+}
+
+TEST_CASE("a group with one member nowhere to run submits nothing on any backend") {
+    GroupLab lab;
+    const auto file = lab.home.write("n.yaml", "name: n\nexecution: parallel\n---\n"
+                                               "name: fine\nresources: {infra: k8s}\nrun: sleep 60\n---\n"
+                                               "name: impossible\nresources: {accelerators: B200:1}\nrun: true\n");
+    auto r = lab.tandem({"launch", file});
+    INFO(r);
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, "no cluster can run impossible; nothing was submitted"));
+    auto all = lab.tandem({"status", "--all", "--json"});
+    CHECK(json::parse(all.out)["jobs"].empty());
+}
+
+TEST_CASE("a job group member on a Slurm cluster without ssh: is refused before anything is submitted") {
+    GroupLab lab(false);
+    const auto file = lab.home.write("r.yaml", "name: r\nexecution: parallel\n---\n"
+                                               "name: a\nresources: {infra: k8s}\nrun: true\n---\n"
+                                               "name: b\nresources: {infra: slurm}\nrun: true\n");
+    auto r = lab.tandem({"launch", file});
+    INFO(r);
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, "member b: cluster lab has rest: without ssh:"));
+    CHECK(contains(r.err, "nothing was submitted"));
+    auto all = lab.tandem({"status", "--all", "--json"});
+    CHECK(json::parse(all.out)["jobs"].empty());
+}
