@@ -113,19 +113,19 @@ Result<bool> publish_addresses(Context& ctx, const GroupHeader& header, GroupVie
     return true;
 }
 
-// Carries out what the group's state calls for, then stores the group's state. Errors of a backend
-// (publishing, stopping) are reported on stderr and retried by the next look; they do not stop the
-// others.
-void advance(Context& ctx, GroupView& view, const StageSubmitter& submit_stage) {
+// Carries out what the group's state calls for and returns the group's state for the caller to store
+// (a status of many groups stores them in one transaction). Errors of a backend (publishing, stopping)
+// are reported on stderr and retried by the next look; they do not stop the others.
+std::optional<JobUpdate> advance(Context& ctx, GroupView& view, const StageSubmitter& submit_stage) {
     JobRecord& g = view.group.record;
     if (is_terminal(g.state)) {
-        return;
+        return std::nullopt;
     }
     auto header = group_header_from_json(g.spec_json);
     if (!header) {
         view.group.unreachable = true;
         view.group.unreachable_reason = header.error().message;
-        return;
+        return std::nullopt;
     }
     if (header->kind == GroupKind::parallel && !published(g)) {
         if (auto done = publish_addresses(ctx, *header, view); !done) {
@@ -171,17 +171,42 @@ void advance(Context& ctx, GroupView& view, const StageSubmitter& submit_stage) 
     if (!step.submit.empty() && !submit_stage) {
         step.group.reason += " (waiting for the launch that follows the pipeline to submit it)";
     }
-    auto store = ctx.store();
-    if (!store) {
+    return step.group;
+}
+
+// Stores the groups' new states in one transaction and reads their rows back.
+void store_groups(Context& ctx, std::vector<GroupView*>& views, const std::vector<JobUpdate>& updates) {
+    if (views.empty()) {
         return;
     }
-    const auto now = now_seconds();
-    if (auto ok = (*store)->update(g.id, step.group, now); !ok) {
+    auto store = ctx.store();
+    if (!store) {
+        note(fmt::format("tandem: error: {}", store.error().message));
+        return;
+    }
+    std::vector<std::pair<std::int64_t, JobUpdate>> pairs;
+    store::JobFilter filter;
+    for (std::size_t i = 0; i < views.size(); ++i) {
+        pairs.emplace_back(views[i]->group.record.id, updates[i]);
+        filter.ids.push_back(views[i]->group.record.id);
+    }
+    if (auto ok = (*store)->update_many(pairs, now_seconds()); !ok) {
         note(fmt::format("tandem: error: {}", ok.error().message));
         return;
     }
-    if (auto fresh = (*store)->get(g.id); fresh && *fresh) {
-        g = **fresh;
+    auto rows = (*store)->list(filter);
+    if (!rows) {
+        note(fmt::format("tandem: error: {}", rows.error().message));
+        return;
+    }
+    std::map<std::int64_t, JobRecord*> by_id;
+    for (auto& r : *rows) {
+        by_id[r.id] = &r;
+    }
+    for (auto* v : views) {
+        if (auto it = by_id.find(v->group.record.id); it != by_id.end()) {
+            v->group.record = std::move(*it->second);
+        }
     }
 }
 
@@ -237,11 +262,19 @@ RefreshedJobs refresh_with_groups(Context& ctx, std::vector<JobRecord> jobs, boo
         by_group[*views[i].record.parent_id].push_back(std::move(views[i]));
     }
     for (auto& g : groups) {
-        GroupView gv{JobView{std::move(g), false, {}}, std::move(by_group[g.id])};
-        if (refresh) {
-            advance(ctx, gv, {});
+        const auto id = g.id;
+        out.groups.push_back(GroupView{JobView{std::move(g), false, {}}, std::move(by_group[id])});
+    }
+    if (refresh) {
+        std::vector<GroupView*> changed;
+        std::vector<JobUpdate> updates;
+        for (auto& gv : out.groups) {
+            if (auto u = advance(ctx, gv, {})) {
+                changed.push_back(&gv);
+                updates.push_back(std::move(*u));
+            }
         }
-        out.groups.push_back(std::move(gv));
+        store_groups(ctx, changed, updates);
     }
     return out;
 }
@@ -263,7 +296,10 @@ Result<GroupView> refresh_group(Context& ctx, std::int64_t group_id, const Stage
         return tl::unexpected(members.error());
     }
     GroupView view{JobView{std::move(**group), false, {}}, refresh_jobs(ctx, std::move(*members))};
-    advance(ctx, view, submit_stage);
+    if (auto u = advance(ctx, view, submit_stage)) {
+        std::vector<GroupView*> one{&view};
+        store_groups(ctx, one, {*u});
+    }
     return view;
 }
 
@@ -533,17 +569,26 @@ Result<JobRecord> record_member(store::JobStore& store, const TaskSpec& spec, co
     return job;
 }
 
-// The first submit of `indexes`, concurrently: one thread per cluster (a backend serves one thread),
-// members on the same cluster one after another. Then each member's failover carries on from its answer.
+// The first submit of `indexes`: every cluster at once, one thread each (a backend instance serves one
+// thread), the members placed on one cluster one after another on its warm connection (measured: faster
+// than a fresh connection per member, whose handshakes and caches cost more than the second request).
+// Then each member's failover carries on from its answer.
 Status submit_concurrently(Context& ctx, std::vector<Failover>& failovers, const std::vector<TaskSpec>& specs,
                            const std::vector<std::size_t>& indexes) {
+    using Answers = std::vector<std::optional<Result<std::string>>>;
+    auto answers = std::make_shared<Answers>(failovers.size());
     std::map<std::string, std::vector<std::size_t>> by_cluster;
     for (auto i : indexes) {
         by_cluster[failovers[i].placement().cluster].push_back(i);
     }
-    using Answers = std::vector<std::optional<Result<std::string>>>;
-    auto answers = std::make_shared<Answers>(failovers.size());
+    struct Work {
+        std::size_t index;
+        std::int64_t job_id;
+        TaskSpec spec;
+        Placement placement;
+    };
     std::vector<FanoutTask> tasks;
+    std::vector<std::pair<std::string, std::vector<std::size_t>>> task_members;
     for (const auto& [cluster, members] : by_cluster) {
         auto backend = ctx.backend(cluster);
         if (!backend) {
@@ -553,12 +598,6 @@ Status submit_concurrently(Context& ctx, std::vector<Failover>& failovers, const
             continue;
         }
         // Copies: a task still running at its deadline is left behind and must own what it reads.
-        struct Work {
-            std::size_t index;
-            std::int64_t job_id;
-            TaskSpec spec;
-            Placement placement;
-        };
         auto work = std::make_shared<std::vector<Work>>();
         for (auto i : members) {
             work->push_back(Work{i, failovers[i].job().id, specs[i], failovers[i].placement()});
@@ -569,19 +608,22 @@ Status submit_concurrently(Context& ctx, std::vector<Failover>& failovers, const
                                        }
                                    },
                                    ctx.deadline(cluster) * static_cast<int>(members.size())});
+        task_members.emplace_back(cluster, members);
     }
     const auto finished = run_fanout(std::move(tasks));
-    std::size_t t = 0;
-    for (const auto& [cluster, members] : by_cluster) {
-        (void)members;
-        if (t < finished.size() && !finished[t]) {
-            ctx.abandon(cluster);
+    std::set<std::size_t> left_behind; // their answers are not read: the thread may still write them
+    for (std::size_t t = 0; t < finished.size(); ++t) {
+        if (!finished[t]) {
+            ctx.abandon(task_members[t].first);
+            left_behind.insert(task_members[t].second.begin(), task_members[t].second.end());
         }
-        ++t;
     }
     Status first_error;
     for (auto i : indexes) {
-        auto answer = std::move((*answers)[i]);
+        std::optional<Result<std::string>> answer;
+        if (!left_behind.count(i)) {
+            answer = std::move((*answers)[i]);
+        }
         if (!answer) {
             answer = fail(ErrorKind::timeout, fmt::format("no answer from {} to the submit",
                                                           failovers[i].placement().cluster));
