@@ -213,10 +213,19 @@ Result<int> status(Context& ctx, const StatusFlags& flags) {
     for (const auto& v : views) {
         table.add(row_of(v, now));
         if (auto g = groups.find(v.record.id); g != groups.end()) {
+            const auto hosts = published_hosts(g->second->group.record);
             for (const auto& m : g->second->members) {
                 auto row = row_of(m, now);
                 row[1] = "  " + m.record.member; // indented below its group
                 table.add(std::move(row));
+                // A multi-node member's ranks, once their addresses are known.
+                auto h = hosts.find(m.record.member);
+                if (m.record.num_nodes > 1 && h != hosts.end()) {
+                    for (std::size_t rank = 0; rank < h->second.size(); ++rank) {
+                        table.add({"", fmt::format("    rank {}", rank), m.record.cluster, "", "on " + h->second[rank],
+                                   "", "", ""});
+                    }
+                }
             }
         }
     }
@@ -247,6 +256,10 @@ void setup_status(CLI::App& command, Action& action) {
     command.add_option("--cluster", flags->cluster, "Only jobs on this cluster");
     command.add_option("--name", flags->name, "Only jobs with this name");
     command.add_option("--state", flags->state, "Only jobs in this state (PENDING, RUNNING, FAILED...)");
+    command.footer("A pipeline or job group is one row, NAME (group), with its members indented below it (and a\n"
+                   "multi-node member's ranks with their addresses, once published); --json nests them as\n"
+                   "\"members\". Looking at a group also moves it on: publishes its members' addresses once all\n"
+                   "have started, and stops the other members when its primary tasks have ended.");
     command.callback([flags, &action] { action = [flags](Context& ctx) { return status(ctx, *flags); }; });
 }
 

@@ -26,6 +26,29 @@ bool published(const JobRecord& group) {
     return j.is_object() && j.contains("addresses_published_at");
 }
 
+} // namespace
+
+std::map<std::string, std::vector<std::string>> published_hosts(const JobRecord& group) {
+    std::map<std::string, std::vector<std::string>> out;
+    auto j = nlohmann::json::parse(group.placement_json, nullptr, false);
+    if (!j.is_object() || !j.contains("hosts") || !j["hosts"].is_object()) {
+        return out;
+    }
+    for (auto it = j["hosts"].begin(); it != j["hosts"].end(); ++it) {
+        if (!it.value().is_array()) {
+            continue;
+        }
+        for (const auto& h : it.value()) {
+            if (h.is_string()) {
+                out[it.key()].push_back(h.get<std::string>());
+            }
+        }
+    }
+    return out;
+}
+
+namespace {
+
 bool has_started(const JobRecord& m) {
     return !m.remote_id.empty() && (m.state == JobState::running || m.state == JobState::starting);
 }
@@ -103,7 +126,7 @@ Result<bool> publish_addresses(Context& ctx, const GroupHeader& header, GroupVie
     if (!store) {
         return tl::unexpected(store.error());
     }
-    nlohmann::json placement{{"addresses_published_at", now_seconds()}};
+    nlohmann::json placement{{"addresses_published_at", now_seconds()}, {"hosts", hosts}};
     if (auto ok = (*store)->set_placement_json(view.group.record.id, placement.dump()); !ok) {
         return tl::unexpected(ok.error());
     }
@@ -335,9 +358,13 @@ nlohmann::json group_json(const GroupView& view) {
     }
     j["addresses_published"] = published(view.group.record);
     auto members = nlohmann::json::array();
+    const auto hosts = published_hosts(view.group.record);
     for (const auto& m : view.members) {
         auto mj = job_json(m.record, m.unreachable, m.unreachable_reason);
         mj["member"] = m.record.member;
+        if (auto it = hosts.find(m.record.member); it != hosts.end()) {
+            mj["hosts"] = it->second; // its ranks' addresses, as published
+        }
         if (header) {
             mj["primary"] = header->kind == GroupKind::parallel && header->is_primary(m.record.member);
         }

@@ -7,6 +7,7 @@
 // stores the group's state.
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,6 +64,8 @@ struct GroupLaunchOptions {
 Result<int> launch_group(Context& ctx, TaskGroup group, const GroupLaunchOptions& options);
 
 nlohmann::json group_json(const GroupView& view);
+// The addresses published to the group's members, by member (empty before publishing).
+std::map<std::string, std::vector<std::string>> published_hosts(const JobRecord& group);
 std::string group_summary(const GroupView& view);
 
 } // namespace tandem::cli

@@ -143,6 +143,13 @@ TEST_CASE("the RL example runs across Slurm and Kubernetes, its members talking 
     CHECK(member(group, "trainer")["backend"] == "slurm");
     CHECK(member(group, "trainer")["state"] == "SUCCEEDED");
     CHECK(member(group, "trainer")["num_nodes"] == 2);
+    // The addresses as published: the trainer's two Slurm nodes, a pod IP per rollout rank.
+    CHECK(member(group, "trainer")["hosts"] == json::array({"gpu1", "gpu2"}));
+    CHECK(member(group, "rollout")["hosts"].size() == 2);
+    auto table = lab.tandem({"status", "1"});
+    INFO(table);
+    CHECK(contains(table.out, "rank 1"));
+    CHECK(contains(table.out, "on gpu2"));
     for (const char* aux : {"replay-buffer", "reward", "rollout"}) {
         CHECK(member(group, aux)["backend"] == "k8s");
         CHECK(member(group, aux)["state"] == "CANCELLED");
