@@ -463,7 +463,8 @@ public:
     void start_new(const GroupView& view) {
         for (const auto& m : view.members) {
             const auto& r = m.record;
-            if (r.remote_id.empty() || m_started.count(r.id) || !selected(r, m_options) ||
+            // Keyed by the remote id too: a member that moved (failover) is followed where it went.
+            if (r.remote_id.empty() || m_started.count({r.id, r.remote_id}) || !selected(r, m_options) ||
                 (m_options.node && *m_options.node >= r.num_nodes)) {
                 continue;
             }
@@ -472,7 +473,7 @@ public:
                 continue;
             }
             m_ctx.abandon(r.cluster); // this thread keeps it; the next backend(cluster) makes another
-            m_started.insert(r.id);
+            m_started.insert({r.id, r.remote_id});
             LogOptions o{true, m_options.tail, m_options.node};
             m_threads.emplace_back([b = *backend, r, o] {
                 MemberLines lines(r.member, r.num_nodes, o.node);
@@ -489,7 +490,7 @@ public:
 private:
     Context& m_ctx;
     GroupLogOptions m_options;
-    std::set<std::int64_t> m_started;
+    std::set<std::pair<std::int64_t, std::string>> m_started;
     std::vector<std::thread> m_threads;
 };
 

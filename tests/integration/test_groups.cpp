@@ -290,3 +290,40 @@ TEST_CASE("a job group member on a Slurm cluster without ssh: is refused before 
     auto all = lab.tandem({"status", "--all", "--json"});
     CHECK(json::parse(all.out)["jobs"].empty());
 }
+
+TEST_CASE("a member pending past its timeout moves to its next candidate while the rest of the group runs on") {
+    GroupLab lab;
+    // Every GPU of both Slurm GPU nodes, so a GPU member waits there (reason Resources).
+    auto blocker = lab.tandem({"launch", "-d",
+                               lab.home.write("blocker.yaml", "name: blocker\nnum_nodes: 2\nresources: {infra: "
+                                                              "slurm/lab/gpu, accelerators: H100:8}\nrun: sleep 300\n")});
+    INFO(blocker);
+    REQUIRE(blocker.exit_code == 0);
+    const int blocker_id = std::stoi(blocker.out);
+    for (int i = 0; i < 120 && lab.job(blocker_id)["state"] != "RUNNING"; ++i) {
+        std::this_thread::sleep_for(500ms);
+    }
+    REQUIRE(lab.job(blocker_id)["state"] == "RUNNING");
+    const auto file = lab.home.write(
+        "move.yaml", "name: move\nexecution: parallel\nprimary_tasks: [mover]\n---\n"
+                     "name: mover\nresources:\n  ordered:\n"
+                     "    - {infra: slurm/lab/gpu, accelerators: H100:1}\n"
+                     "    - {infra: k8s, accelerators: H100:1}\n"
+                     "run: echo \"mover ran beside $TANDEM_GROUP_OTHER_HOSTS\"\n---\n"
+                     "name: other\nresources: {infra: k8s}\nrun: sleep 300\n");
+    auto r = lab.tandem({"launch", "--pending-timeout", "5s", file}, 200s);
+    INFO(r);
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.err, "cancelled there; trying k8s/"));
+    CHECK(contains(r.out, "[mover/0] mover ran beside "));
+    const int group_id = blocker_id + 1;
+    auto group = lab.job(group_id);
+    CHECK(group["state"] == "SUCCEEDED");
+    const auto& mover = member(group, "mover");
+    CHECK(mover["cluster"] == "k8s");
+    auto history = lab.job(mover["id"].get<int>());
+    REQUIRE(history["attempts"].size() == 1);
+    CHECK(history["attempts"][0]["cluster"] == "lab");
+    CHECK(member(group, "other")["reason"] == "stopped: the primary tasks ended");
+    (void)lab.tandem({"cancel", std::to_string(blocker_id)});
+}
