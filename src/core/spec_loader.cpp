@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include "core/quantity.hpp"
@@ -216,11 +217,83 @@ std::string format_diagnostics(const std::vector<Diagnostic>& ds) {
 
 namespace detail {
 
+namespace {
+
+// Counts a document's events and remembers where its lone null (an empty document) was reported.
+class DocumentProbe : public YAML::EventHandler {
+public:
+    void OnDocumentStart(const YAML::Mark&) override {}
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { seen(mark); }
+    void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { seen(mark); }
+    void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override {
+        seen(mark);
+    }
+    void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                         YAML::EmitterStyle::value) override {
+        seen(mark);
+    }
+    void OnSequenceEnd() override { ++events; }
+    void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+        seen(mark);
+    }
+    void OnMapEnd() override { ++events; }
+
+    int events = 0;
+    YAML::Mark first;
+
+private:
+    void seen(const YAML::Mark& mark) {
+        if (events++ == 0) {
+            first = mark;
+        }
+    }
+};
+
+// The most documents a task file may hold (a pipeline of this many tasks is not a file a person writes).
+constexpr int k_max_documents = 1000;
+
+// yaml-cpp 0.7's LoadAll never returns on some inputs (a lone ',' where a document starts): its parser
+// reports an empty document there without consuming anything, again and again, and LoadAll keeps them
+// all. A first pass with the event parser finds that (two empty documents at one position) and bounds the
+// number of documents, so the real load only ever sees text it finishes.
+std::optional<Diagnostic> unfinishable(const std::string& text, const YamlWalker& walker) {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    std::optional<std::size_t> last_empty_at;
+    for (int n = 0;; ++n) {
+        DocumentProbe probe;
+        if (!parser.HandleNextDocument(probe)) {
+            return std::nullopt;
+        }
+        if (n >= k_max_documents) {
+            return Diagnostic{walker.loc(probe.first), "",
+                              fmt::format("the file holds more than {} YAML documents", k_max_documents)};
+        }
+        const bool empty = probe.events == 1;
+        const auto at = static_cast<std::size_t>(std::max(probe.first.pos, 0));
+        if (empty && last_empty_at == at) {
+            std::string what = at < text.size() ? fmt::format("'{}'", text[at]) : "the end of the file";
+            return Diagnostic{walker.loc(probe.first), "",
+                              fmt::format("invalid YAML: unexpected {} where a value or a document should start",
+                                          what)};
+        }
+        last_empty_at = empty ? std::optional<std::size_t>(at) : std::nullopt;
+    }
+}
+
+} // namespace
+
 std::optional<std::vector<YAML::Node>> load_documents(std::string_view text, const std::string& file_name,
                                                       std::vector<Diagnostic>& diags) {
     YamlWalker walker(file_name, diags);
     try {
-        return YAML::LoadAll(std::string(text));
+        const std::string owned(text);
+        if (auto stuck = unfinishable(owned, walker)) {
+            diags.push_back(*stuck);
+            return std::nullopt;
+        }
+        return YAML::LoadAll(owned);
     } catch (const YAML::DeepRecursion& e) {
         // yaml-cpp's depth guard reuses its "bad file" text; say what actually happened.
         diags.push_back(

@@ -224,3 +224,21 @@ TEST_CASE("a file that cannot be read is one error naming it", "[bad-input]") {
     }
     CHECK(t.jobs_json().empty());
 }
+
+TEST_CASE("a stray ',' where a document starts is an error, not a hang", "[bad-input]") {
+    // yaml-cpp 0.7's LoadAll never returns on these (it reports empty documents without consuming the
+    // comma, forever); tandem's first pass stops them with the position.
+    TempHome t;
+    const std::vector<std::pair<std::string, std::string>> cases{
+        {",", ":1:1: "}, {"- a\n,", ":2:1: "}, {"  ,", ":1:3: "}, {"name: x\n---\n,", ":3:1: "}};
+    for (const auto& [text, where] : cases) {
+        const auto file = t.write("comma.yaml", text);
+        RunOptions o;
+        o.timeout = 10s;
+        auto r = t.tandem({"plan", file}, o);
+        INFO(r);
+        CHECK(r.exit_code == 2);
+        CHECK(contains(r.err, k_error + file + where + "invalid YAML: unexpected ',' where a value or a document "
+                                                      "should start"));
+    }
+}
