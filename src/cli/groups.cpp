@@ -558,21 +558,6 @@ std::string random_token() {
     return fmt::format("{:08x}", rd());
 }
 
-// Where a member would wait for addresses but its cluster has no channel for them.
-std::optional<std::string> channel_problem(Context& ctx, const Placement& p) {
-    if (p.kind != BackendKind::slurm) {
-        return std::nullopt;
-    }
-    for (const auto& c : ctx.config().clusters) {
-        if (c.name == p.cluster && !c.settings.contains("ssh")) {
-            return fmt::format("cluster {} has rest: without ssh:, and a job group's addresses reach its "
-                               "Slurm members as a file in the cluster's home",
-                               p.cluster);
-        }
-    }
-    return std::nullopt;
-}
-
 Result<JobRecord> record_member(store::JobStore& store, const TaskSpec& spec, const Placement& placement,
                                 std::int64_t parent, const std::string& reason) {
     JobRecord job;
@@ -697,16 +682,6 @@ Result<int> launch_group(Context& ctx, TaskGroup group, const GroupLaunchOptions
                     fmt::format("{}: {} {}: no cluster can run {}; nothing was submitted", group.source_file, kind,
                                 group.name, names),
                     fmt::format("`tandem plan {}` shows each task's rejections", group.source_file));
-    }
-    if (!pipeline) {
-        for (std::size_t i = 0; i < group.members.size(); ++i) {
-            if (auto problem = channel_problem(ctx, plans[i].placements.front())) {
-                return fail(ErrorKind::config,
-                            fmt::format("{}: member {}: {}; nothing was submitted", group.source_file,
-                                        group.members[i].name, *problem),
-                            "add an ssh: section to that cluster in config.yaml");
-            }
-        }
     }
     std::vector<PendingTimeouts> timeouts;
     for (const auto& m : group.members) {

@@ -51,6 +51,11 @@ std::string address_book(const GroupHeader& header, const std::map<std::string, 
 // $TANDEM_GROUP_WAIT seconds, 600 by default) until the file BOOK exists and is not empty, then exports
 // everything in it. On time-out it says why on stderr and returns 124. Fixed text: no user input in it.
 std::string group_wait_function();
+// For a Slurm job tandem reaches only through slurmrestd: `tandem_group_fetch BOOK`, which
+// tandem_group_wait calls while the book is absent, reads the book from the job's comment (after the
+// marker `;tandem-hosts=`, base64) with scontrol and writes it to BOOK. Fixed text.
+std::string group_fetch_from_slurm_comment_function();
+inline constexpr std::string_view k_comment_book_marker = ";tandem-hosts=";
 
 // The environment every member gets (besides the book): SKYPILOT_JOBGROUP_NAME, TANDEM_GROUP,
 // TANDEM_GROUP_ID, TANDEM_GROUP_MEMBER and, for a job group, TANDEM_GROUP_WAIT.

@@ -277,18 +277,21 @@ TEST_CASE("a group with one member nowhere to run submits nothing on any backend
     CHECK(json::parse(all.out)["jobs"].empty());
 }
 
-TEST_CASE("a job group member on a Slurm cluster without ssh: is refused before anything is submitted") {
+TEST_CASE("on a Slurm cluster reached only through slurmrestd the addresses arrive in the job's comment") {
     GroupLab lab(false);
     const auto file = lab.home.write("r.yaml", "name: r\nexecution: parallel\n---\n"
-                                               "name: a\nresources: {infra: k8s}\nrun: true\n---\n"
-                                               "name: b\nresources: {infra: slurm}\nrun: true\n");
+                                               "name: pod\nresources: {infra: k8s}\n"
+                                               "run: echo \"pod sees [$(echo $TANDEM_GROUP_BATCH_HOSTS)]\"\n---\n"
+                                               "name: batch\nnum_nodes: 2\nresources: {infra: slurm}\n"
+                                               "run: echo \"rank $TANDEM_NODE_RANK sees pod at $TANDEM_GROUP_POD_HOSTS\"\n");
     auto r = lab.tandem({"launch", file});
     INFO(r);
-    CHECK(r.exit_code == 2);
-    CHECK(contains(r.err, "member b: cluster lab has rest: without ssh:"));
-    CHECK(contains(r.err, "nothing was submitted"));
-    auto all = lab.tandem({"status", "--all", "--json"});
-    CHECK(json::parse(all.out)["jobs"].empty());
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.err, "addresses published to its 2 members"));
+    CHECK(contains(r.out, "[pod/0] pod sees [cpu1 cpu2]"));
+    CHECK(contains(r.out, "[batch/0] rank 0 sees pod at 127.0.0.1"));
+    CHECK(contains(r.out, "[batch/1] rank 1 sees pod at 127.0.0.1"));
+    CHECK(lab.job(1)["state"] == "SUCCEEDED");
 }
 
 TEST_CASE("a member pending past its timeout moves to its next candidate while the rest of the group runs on") {

@@ -164,3 +164,24 @@ TEST_CASE("24.11: a bad token is refused with the cluster named (HTTP 511, error
     CHECK(contains(launch.err, "hint: mint a new token"));
     CHECK(launch.err_lines_starting("tandem: error: ").size() == 1);
 }
+
+TEST_CASE("slurm 24.11: a job group's addresses reach a REST-only member (job comment) and an SSH member (file)") {
+    Lab24 lab;
+    const auto file = lab.task("group", "name: g24\nexecution: parallel\n---\n"
+                                        "name: rest\nnum_nodes: 2\nresources: {infra: slurm/lab24}\n"
+                                        // Its output is not readable here (REST only): it fails unless the
+                                        // addresses arrived.
+                                        "run: test -n \"$TANDEM_GROUP_SSH_HOSTS\" && "
+                                        "test \"$(echo $TANDEM_GROUP_MEMBERS)\" = \"rest ssh\"\n---\n"
+                                        "name: ssh\nresources: {infra: slurm/ssh24}\n"
+                                        "run: echo \"ssh sees rest at [$(echo $TANDEM_GROUP_REST_HOSTS)]\"\n");
+    auto r = lab.tandem({"launch", file}, 180s);
+    INFO(r);
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.err, "addresses published to its 2 members"));
+    CHECK(contains(r.out, "[ssh/0] ssh sees rest at [cpu1 cpu2]"));
+    auto group = lab.job(1);
+    CHECK(group["state"] == "SUCCEEDED");
+    CHECK(group["members"][0]["state"] == "SUCCEEDED"); // both ranks read the book from the comment
+    CHECK(group["members"][0]["hosts"] == nlohmann::json::array({"cpu1", "cpu2"}));
+}

@@ -242,8 +242,14 @@ Result<std::string> render_sbatch_script(const TaskSpec& spec, const SubmitPlan&
     if (!spec.group_channel.empty()) {
         // A job group member: every node waits for the group's addresses, which tandem writes to the
         // shared home once every member has its nodes (core/job_group.hpp).
-        s += fmt::format("export TANDEM_GROUP_BOOK=\"$HOME/.tandem/groups/\"{}.env\n",
-                         shell_quote(spec.group_channel));
+        if (plan.group_book_in_comment) { // each node keeps its own copy, read from the job's comment
+            s += fmt::format("export TANDEM_GROUP_BOOK=\"${{TMPDIR:-/tmp}}/\"{}\n", shell_quote(spec.group_channel));
+            node += group_fetch_from_slurm_comment_function();
+            node += "TANDEM_GROUP_BOOK=\"$TANDEM_GROUP_BOOK-$SLURM_NODEID-$SLURM_JOB_ID.env\"\n";
+        } else {
+            s += fmt::format("export TANDEM_GROUP_BOOK=\"$HOME/.tandem/groups/\"{}.env\n",
+                             shell_quote(spec.group_channel));
+        }
         node += group_wait_function();
         node += "tandem_group_wait \"$TANDEM_GROUP_BOOK\" || exit $?\n";
     }

@@ -37,6 +37,9 @@ struct SubmitPlan {
     std::string working_directory; // where the job runs (workdir, else the submitting user's home)
     std::string output_pattern;    // stdout/stderr file pattern, e.g. /home/u/.tandem/jobs/%j.out
     std::vector<std::pair<std::string, std::string>> environment; // envs + secrets + TANDEM_* basics
+    // A job group member on a cluster tandem reaches only through slurmrestd: its address book arrives
+    // in the job's comment (see group_channel.hpp), which each node reads with scontrol.
+    bool group_book_in_comment = false;
 };
 
 struct SlurmJob {

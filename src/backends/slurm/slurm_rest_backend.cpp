@@ -1,4 +1,6 @@
 #include "backends/slurm/group_channel.hpp"
+#include "core/job_group.hpp"
+#include "net/ssh_keys.hpp"
 #include "backends/slurm/slurm_rest_backend.hpp"
 
 #include <algorithm>
@@ -302,6 +304,7 @@ Result<SubmitPlan> SlurmRestBackend::submit_plan(const TaskSpec& spec, const Pla
     plan.output_pattern =
         fmt::format("{}/{}-%j.out", m_settings.home, plan.submit_token); // tandem-<hex>-<id>
     // slurmrestd starts the job with only the submitted environment: the login basics come first.
+    plan.group_book_in_comment = !spec.group_channel.empty() && !m_files;
     plan.environment.insert(plan.environment.begin(), {{"PATH", "/usr/local/bin:/usr/bin:/bin"},
                                                        {"HOME", m_settings.home},
                                                        {"USER", m_settings.rest->user}});
@@ -431,17 +434,36 @@ Result<std::optional<std::vector<std::string>>> SlurmRestBackend::hosts(const Jo
     return running_hosts(*listed, job.remote_id, m_cluster);
 }
 
-// slurmrestd cannot write a file: the book goes over the cluster's ssh: host when it has one.
+// slurmrestd cannot write a file: the book goes over the cluster's ssh: host when it has one, else into
+// the job's comment (kept after the submit token), where the nodes read it with scontrol.
 Status SlurmRestBackend::publish(const JobRecord& job, const std::string& channel, const std::string& book) {
-    (void)job;
-    if (!m_files) {
-        return fail(ErrorKind::config,
-                    fmt::format("cluster {}: a job group's addresses reach its Slurm members through a file "
-                                "in the cluster's home, and this cluster has rest: without ssh:",
-                                m_cluster),
-                    "add an ssh: section to the cluster in config.yaml (the same user's login)");
+    if (m_files) {
+        return publish_book(*m_files, m_settings.home, channel, book, m_cluster);
     }
-    return publish_book(*m_files, m_settings.home, channel, book, m_cluster);
+    auto listed = list_jobs();
+    if (!listed) {
+        return tl::unexpected(listed.error());
+    }
+    std::string comment;
+    for (const auto& j : *listed) {
+        if (j.job_id == job.remote_id) {
+            comment = j.comment.substr(0, j.comment.find(k_comment_book_marker));
+        }
+    }
+    comment += std::string(k_comment_book_marker) + net::base64_encode(book);
+    auto api = this->api();
+    if (!api) {
+        return tl::unexpected(api.error());
+    }
+    const nlohmann::json body = {{"comment", comment}};
+    auto answer = call("POST", path("slurm", "/job/" + job.remote_id), body.dump(), false);
+    if (!answer) {
+        Error e = answer.error();
+        e.message = fmt::format("cluster {}: cannot put the group's addresses in job {}'s comment: {}", m_cluster,
+                                job.remote_id, e.message);
+        return tl::unexpected(e);
+    }
+    return {};
 }
 
 Status SlurmRestBackend::cancel(const JobRecord& job) {
