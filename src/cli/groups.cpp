@@ -497,12 +497,16 @@ private:
 // Follows the group until it has ended: refreshes and advances it (publishing, stopping, next stages),
 // and with `followers`, streams each member's output as it starts.
 Result<GroupView> follow_group(Context& ctx, std::int64_t group_id, Followers* followers,
-                               const StageSubmitter& submit_stage) {
+                               const StageSubmitter& submit_stage,
+                               const std::function<void(const GroupView&)>& each = {}) {
     auto delay = std::chrono::milliseconds(300);
     for (;;) {
         auto view = refresh_group(ctx, group_id, submit_stage);
         if (!view) {
             return view;
+        }
+        if (each) {
+            each(*view);
         }
         if (followers) {
             followers->start_new(*view);
@@ -803,40 +807,13 @@ Result<int> launch_group(Context& ctx, TaskGroup group, const GroupLaunchOptions
             }
         }
     };
-    Result<GroupView> done = tl::unexpected(Error{ErrorKind::internal, "not followed"});
+    std::optional<Followers> followers;
     if (!options.wait && !options.json) {
         note("tandem: following its output; Ctrl-C stops following, the group keeps running");
-        std::optional<Followers> followers(std::in_place, ctx, GroupLogOptions{true, std::nullopt, std::nullopt, {}});
-        auto delay = std::chrono::milliseconds(300);
-        for (;;) {
-            done = refresh_group(ctx, row.id, advance_stage);
-            if (!done) {
-                break;
-            }
-            moved_on(*done);
-            followers->start_new(*done);
-            if (is_terminal(done->group.record.state)) {
-                break;
-            }
-            std::this_thread::sleep_for(delay);
-            delay = std::min(delay * 3 / 2, std::chrono::milliseconds(2000));
-        }
-        followers.reset();
-    } else {
-        auto delay = std::chrono::milliseconds(300);
-        for (;;) {
-            done = refresh_group(ctx, row.id, advance_stage);
-            if (!done) {
-                break;
-            }
-            moved_on(*done);
-            if (is_terminal(done->group.record.state)) {
-                break;
-            }
-            std::this_thread::sleep_for(delay);
-            delay = std::min(delay * 3 / 2, std::chrono::milliseconds(2000));
-        }
+        followers.emplace(ctx, GroupLogOptions{true, std::nullopt, std::nullopt, {}});
     }
+    auto done = follow_group(ctx, row.id, followers ? &*followers : nullptr, advance_stage, moved_on);
+    followers.reset(); // every member has ended: their followers finish their output
     if (!done) {
         return tl::unexpected(done.error());
     }

@@ -8,15 +8,11 @@
 namespace tandem {
 
 bool GroupHeader::is_primary(const std::string& member) const {
-    return primary.empty() || std::find(primary.begin(), primary.end(), member) != primary.end();
+    return is_primary_member(primary, member);
 }
 
 std::int64_t GroupHeader::termination_delay_of(const std::string& member) const {
-    if (auto it = termination_delay.find(member); it != termination_delay.end()) {
-        return it->second;
-    }
-    auto d = termination_delay.find("");
-    return d == termination_delay.end() ? 0 : d->second;
+    return termination_delay_for(termination_delay, member);
 }
 
 std::string GroupHeader::channel(std::size_t index) const {

@@ -164,16 +164,24 @@ std::string default_name(const std::string& file) {
 
 } // namespace
 
-bool TaskGroup::is_primary(const std::string& member) const {
+bool is_primary_member(const std::vector<std::string>& primary, const std::string& member) {
     return primary.empty() || std::find(primary.begin(), primary.end(), member) != primary.end();
 }
 
-std::int64_t TaskGroup::termination_delay_of(const std::string& member) const {
-    if (auto it = termination_delay.find(member); it != termination_delay.end()) {
+std::int64_t termination_delay_for(const std::map<std::string, std::int64_t>& delays, const std::string& member) {
+    if (auto it = delays.find(member); it != delays.end()) {
         return it->second;
     }
-    auto d = termination_delay.find("");
-    return d == termination_delay.end() ? 0 : d->second;
+    auto d = delays.find("");
+    return d == delays.end() ? 0 : d->second;
+}
+
+bool TaskGroup::is_primary(const std::string& member) const {
+    return is_primary_member(primary, member);
+}
+
+std::int64_t TaskGroup::termination_delay_of(const std::string& member) const {
+    return termination_delay_for(termination_delay, member);
 }
 
 std::string_view to_string(GroupKind kind) {

@@ -49,6 +49,11 @@ TaskFileLoad load_task_text(std::string_view text, const std::string& file_name,
                             const LoadOptions& options);
 TaskFileLoad load_task_file(const std::string& path, const SpecOverrides& overrides, const LoadOptions& options);
 
-std::string_view to_string(GroupKind kind); // SkyPilot's `execution`: "serial" (a pipeline), "parallel"
+std::string_view to_string(GroupKind kind);
+
+// SkyPilot's rules, shared by a loaded group and a launched one: with no primary_tasks every member is
+// primary; a member's termination_delay is its own, else the default ("" key), else 0.
+bool is_primary_member(const std::vector<std::string>& primary, const std::string& member);
+std::int64_t termination_delay_for(const std::map<std::string, std::int64_t>& delays, const std::string& member); // SkyPilot's `execution`: "serial" (a pipeline), "parallel"
 
 } // namespace tandem
