@@ -49,6 +49,12 @@ std::map<std::string, std::vector<std::string>> published_hosts(const JobRecord&
 
 namespace {
 
+// The member's place in the file: its channel's number.
+std::size_t member_index(const GroupHeader& header, const std::string& member) {
+    return static_cast<std::size_t>(std::find(header.members.begin(), header.members.end(), member) -
+                                    header.members.begin());
+}
+
 bool has_started(const JobRecord& m) {
     return !m.remote_id.empty() && (m.state == JobState::running || m.state == JobState::starting);
 }
@@ -113,9 +119,7 @@ Result<bool> publish_addresses(Context& ctx, const GroupHeader& header, GroupVie
         if (!backend) {
             return tl::unexpected(backend.error());
         }
-        const auto index = static_cast<std::size_t>(
-            std::find(header.members.begin(), header.members.end(), m.member) - header.members.begin());
-        if (auto ok = (*backend)->publish(m, header.channel(index), book); !ok) {
+        if (auto ok = (*backend)->publish(m, header.channel(member_index(header, m.member)), book); !ok) {
             Error e = ok.error();
             e.message = fmt::format("job group {}: cannot deliver the addresses to member {}: {}",
                                     view.group.record.id, m.member, e.message);
@@ -193,6 +197,20 @@ std::optional<JobUpdate> advance(Context& ctx, GroupView& view, const StageSubmi
     }
     if (!step.submit.empty() && !submit_stage) {
         step.group.reason += " (waiting for the launch that follows the pipeline to submit it)";
+    }
+    if (is_terminal(step.group.state) && published(g)) {
+        // The group has ended: what the addresses left on the clusters goes (best effort; a file left
+        // behind is a few hundred bytes in the user's home).
+        for (std::size_t i = 0; i < view.members.size(); ++i) {
+            const auto& m = view.members[i].record;
+            auto backend = ctx.backend(m.cluster);
+            if (backend) {
+                if (auto ok = (*backend)->unpublish(m, header->channel(member_index(*header, m.member))); !ok) {
+                    note(fmt::format("tandem: job group {}: could not remove member {}'s addresses on {}: {}", g.id,
+                                     m.member, m.cluster, ok.error().message));
+                }
+            }
+        }
     }
     return step.group;
 }

@@ -72,6 +72,14 @@ public:
         return fail(ErrorKind::invalid_spec, cluster() + ": this backend cannot run job group members");
     }
 
+    // Removes what publish() left on the cluster once the group has ended (nothing where the channel goes
+    // with the job).
+    virtual Status unpublish(const JobRecord& job, const std::string& channel) {
+        (void)job;
+        (void)channel;
+        return {};
+    }
+
     // Follows `jobs` until `sink` returns false: the first call at once, then at each change. Backends
     // with a change feed (Kubernetes' watch API) override this; the default refreshes every 2 s.
     virtual Status watch(const std::vector<JobRecord>& jobs, const WatchSink& sink) {

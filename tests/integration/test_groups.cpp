@@ -189,9 +189,14 @@ TEST_CASE("when the primary ends, the auxiliaries on both backends are stopped a
                                                   "name: main\nresources: {infra: k8s}\nrun: sleep 2\n---\n"
                                                   "name: helper-slurm\nresources: {infra: slurm}\nrun: sleep 300\n---\n"
                                                   "name: helper-k8s\nresources: {infra: k8s}\nrun: sleep 300\n");
+    const auto& s = slurm_env();
+    const std::string ssh = "ssh " + s.at("SLURM_SSH_OPTS") + " " + s.at("SLURM_SSH_USER") + "@" + s.at("SLURM_SSH_HOST");
+    auto books = [&] { return run({"/usr/bin/env", "bash", "-c", ssh + " 'ls ~/.tandem/groups 2>/dev/null | wc -l'"}).out; };
+    const auto books_before = books();
     auto r = lab.tandem({"launch", "--wait", "--json", file});
     INFO(r);
     CHECK(r.exit_code == 0);
+    CHECK(books() == books_before); // the Slurm member's address book went with the group
     auto group = json::parse(r.out);
     CHECK(group["state"] == "SUCCEEDED");
     CHECK(member(group, "main")["state"] == "SUCCEEDED");
@@ -211,7 +216,6 @@ TEST_CASE("when the primary ends, the auxiliaries on both backends are stopped a
         CHECK(ended(member(group, aux)) - ended(member(group, "main")) >= 4);
     }
     auto slurm_job = member(group, "helper-slurm")["remote_id"].get<std::string>();
-    const auto& s = slurm_env();
     auto squeue = run({"/usr/bin/env", "bash", "-c",
                        "ssh " + s.at("SLURM_SSH_OPTS") + " " + s.at("SLURM_SSH_USER") + "@" + s.at("SLURM_SSH_HOST") +
                            " squeue -h -j " + slurm_job + " -o %T"});

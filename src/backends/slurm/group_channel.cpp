@@ -57,4 +57,18 @@ Status publish_book(net::RemoteHost& host, const std::string& home, const std::s
     return {};
 }
 
+Status unpublish_book(net::RemoteHost& host, const std::string& home, const std::string& channel,
+                      const std::string& cluster) {
+    const std::string path = fmt::format("{}/.tandem/groups/{}.env", home, channel);
+    auto removed = host.exec("rm -f " + shell_quote(path));
+    if (!removed) {
+        return tl::unexpected(removed.error());
+    }
+    if (removed->exit_status != 0) {
+        return fail(ErrorKind::remote,
+                    fmt::format("cluster {}: cannot remove {}: rm exited {}", cluster, path, removed->exit_status));
+    }
+    return {};
+}
+
 } // namespace tandem::slurm

@@ -25,4 +25,8 @@ Result<std::optional<std::vector<std::string>>> running_hosts(const std::vector<
 Status publish_book(net::RemoteHost& host, const std::string& home, const std::string& channel,
                     const std::string& book, const std::string& cluster);
 
+// Removes <home>/.tandem/groups/<channel>.env (a missing file is no error).
+Status unpublish_book(net::RemoteHost& host, const std::string& home, const std::string& channel,
+                      const std::string& cluster);
+
 } // namespace tandem::slurm

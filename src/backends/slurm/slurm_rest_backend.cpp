@@ -466,6 +466,12 @@ Status SlurmRestBackend::publish(const JobRecord& job, const std::string& channe
     return {};
 }
 
+// The comment goes with the job; a file over ssh: is removed.
+Status SlurmRestBackend::unpublish(const JobRecord& job, const std::string& channel) {
+    (void)job;
+    return m_files ? unpublish_book(*m_files, m_settings.home, channel, m_cluster) : Status{};
+}
+
 Status SlurmRestBackend::cancel(const JobRecord& job) {
     auto choice = api();
     if (!choice) {

@@ -37,6 +37,7 @@ public:
     Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
     Result<std::optional<std::vector<std::string>>> hosts(const JobRecord& job) override;
     Status publish(const JobRecord& job, const std::string& channel, const std::string& book) override;
+    Status unpublish(const JobRecord& job, const std::string& channel) override;
 
     // With ssh: settings too: the workdir is uploaded through this host before a submit, and logs are
     // read through it (SFTP) instead of from a shared filesystem.

@@ -385,6 +385,15 @@ Status SlurmSshBackend::publish(const JobRecord& job, const std::string& channel
     return publish_book(*m_host, *dir, channel, book, m_cluster);
 }
 
+Status SlurmSshBackend::unpublish(const JobRecord& job, const std::string& channel) {
+    (void)job;
+    auto dir = home();
+    if (!dir) {
+        return tl::unexpected(dir.error());
+    }
+    return unpublish_book(*m_host, *dir, channel, m_cluster);
+}
+
 Status SlurmSshBackend::cancel(const JobRecord& job) {
     if (!is_job_id(job.remote_id)) {
         return fail(ErrorKind::internal, fmt::format("job {} has no Slurm job id", job.id));
