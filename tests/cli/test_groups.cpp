@@ -263,3 +263,27 @@ TEST_CASE("a pipeline cannot be detached: nothing would submit its later stages"
     CHECK(contains(r.err, "--detach would leave nothing to submit them"));
     CHECK(t.jobs_json().empty());
 }
+
+TEST_CASE("logs -f of a job group publishes, follows every member and exits with the group's outcome") {
+    TempHome t;
+    const auto file = t.write("f.yaml", R"YAML(name: f
+execution: parallel
+primary_tasks: [main]
+---
+name: main
+run: |
+  echo "main sees side at $TANDEM_GROUP_SIDE_HOSTS"
+  exit 5
+---
+name: side
+run: sleep 120
+)YAML");
+    REQUIRE(t.tandem({"launch", "-d", file}).exit_code == 0);
+    auto r = t.tandem({"logs", "1", "-f"});
+    INFO(r);
+    CHECK(r.exit_code == 5);
+    CHECK(contains(r.out, "[main/0] main sees side at "));
+    CHECK(contains(r.err, "addresses published to its 2 members"));
+    CHECK(contains(r.err, "job group 1 (f) FAILED: member main FAILED: exit code 5"));
+    CHECK((*member_of(t.job_json(1), "side"))["state"] == "CANCELLED");
+}
