@@ -105,7 +105,9 @@ bool autostop_stops(const TaskSpec&, const Resources& r) {
         return v.get<bool>();
     }
     if (v.is_object()) {
-        return !v.value("down", false);
+        // Not value("down", false): that throws when `down` is there but not a boolean ("down: yes!").
+        const auto down = v.find("down");
+        return !(down != v.end() && down->is_boolean() && down->get<bool>());
     }
     return true; // idle minutes (a number or "10m")
 }

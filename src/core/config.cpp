@@ -19,23 +19,28 @@ SourceLoc loc_of(const std::string& file, const YAML::Mark& m) {
     return m.line < 0 ? SourceLoc{file, 1, 1} : SourceLoc{file, m.line + 1, m.column + 1};
 }
 
-nlohmann::json to_json(const YAML::Node& node, int depth = 0) {
-    if (depth > 32 || node.IsNull()) {
+// A cluster setting's values, at most `budget` of them: aliases can make a small file expand to billions
+// (an alias bomb), so the caller reports a value that runs the budget out.
+constexpr std::size_t k_max_setting_values = 20000;
+
+nlohmann::json to_json(const YAML::Node& node, std::size_t& budget, int depth = 0) {
+    if (budget == 0 || depth > 32 || node.IsNull()) {
         return nullptr;
     }
+    --budget;
     if (node.IsScalar()) {
         return node.Scalar();
     }
     if (node.IsSequence()) {
         auto arr = nlohmann::json::array();
         for (const auto& item : node) {
-            arr.push_back(to_json(item, depth + 1));
+            arr.push_back(to_json(item, budget, depth + 1));
         }
         return arr;
     }
     auto obj = nlohmann::json::object();
     for (auto it = node.begin(); it != node.end(); ++it) {
-        obj[it->first.as<std::string>("")] = to_json(it->second, depth + 1);
+        obj[it->first.as<std::string>("")] = to_json(it->second, budget, depth + 1);
     }
     return obj;
 }
@@ -240,7 +245,14 @@ Result<Config> parse_config(const std::string& text, const std::string& path) {
                 for (auto it = c.begin(); it != c.end(); ++it) {
                     const auto key = it->first.as<std::string>("");
                     if (key != "name" && key != "type") {
-                        cc.settings[key] = to_json(it->second);
+                        std::size_t budget = k_max_setting_values + 1;
+                        cc.settings[key] = to_json(it->second, budget);
+                        if (budget == 0) {
+                            diags.push_back(
+                                {loc_of(path, it->second.Mark()), field + "." + key,
+                                 fmt::format("is too large (over {} values once aliases are expanded)",
+                                             k_max_setting_values)});
+                        }
                     }
                 }
                 config.clusters.push_back(std::move(cc));

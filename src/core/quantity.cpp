@@ -230,6 +230,12 @@ tl::expected<int, std::string> parse_slurm_time_minutes(std::string_view text) {
     if (parts.size() > 3) {
         return bad();
     }
+    // Any field (or the days) this large is over a year on its own; checked first so the sums below
+    // cannot overflow.
+    constexpr long k_year_seconds = 365L * 24 * 3600;
+    if (days > 365 || std::any_of(parts.begin(), parts.end(), [](long p) { return p > k_year_seconds; })) {
+        return tl::unexpected(fmt::format("time limit '{}' is longer than a year", text));
+    }
     long seconds = 0;
     if (has_days) { // D-HH, D-HH:MM, D-HH:MM:SS
         long h = parts[0];

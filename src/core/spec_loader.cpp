@@ -200,8 +200,12 @@ void final_checks(TaskSpec& spec, const LoadOptions& options, std::vector<Diagno
 std::string format_diagnostic(const Diagnostic& d) {
     std::string where =
         d.loc.line > 0 ? fmt::format("{}:{}:{}", d.loc.file, d.loc.line, d.loc.column) : d.loc.file;
-    return d.path.empty() ? fmt::format("{}: {}", where, d.message)
-                          : fmt::format("{}: {}: {}", where, d.path, d.message);
+    std::string text = d.path.empty() ? fmt::format("{}: {}", where, d.message)
+                                      : fmt::format("{}: {}: {}", where, d.path, d.message);
+    // One line each (format_diagnostics joins them with '\n'), also when a key or value holds a line break.
+    std::replace_if(
+        text.begin(), text.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+    return text;
 }
 
 std::string format_diagnostics(const std::vector<Diagnostic>& ds) {

@@ -3,6 +3,7 @@
 
 #include "backends/k8s/exec_credential.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -129,7 +130,10 @@ std::vector<std::string> plugin_environment(const ExecPlugin& plugin, const Kube
 
 Result<ExecResult> parse_exec_credential(const std::string& output, const std::string& api_version,
                                          const std::string& who) {
-    const auto bad = [&](const std::string& what) {
+    const auto bad = [&](std::string what) {
+        // One line, also when it quotes a value the plugin printed (apiVersion, expirationTimestamp).
+        std::replace_if(
+            what.begin(), what.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
         return fail(ErrorKind::unauthorized, fmt::format("{} {}", who, what),
                     "run the plugin by hand to see what it prints; it must print an ExecCredential");
     };
@@ -141,6 +145,8 @@ Result<ExecResult> parse_exec_credential(const std::string& output, const std::s
         return bad(output.empty()
                        ? "printed nothing on stdout"
                        : fmt::format("printed output that is not JSON (error at byte {})", e.byte));
+    } catch (const json::exception&) { // out_of_range: a number too large for a double ("1e999")
+        return bad("printed output that is not JSON (a number out of range)");
     }
     if (!doc.is_object()) {
         return bad("printed JSON that is not an ExecCredential object");

@@ -512,8 +512,12 @@ Result<json> decode(std::string_view body, bool want_list) {
         m = &k_status;
     }
     if (m == nullptr) {
-        return fail(ErrorKind::remote, fmt::format("an unexpected object of kind '{}' in the envelope",
-                                                   kind.empty() ? std::string("(none)") : kind));
+        std::string shown = kind.empty() ? std::string("(none)") : kind.substr(0, 40);
+        std::replace_if(
+            shown.begin(), shown.end(),
+            [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }, '?');
+        return fail(ErrorKind::remote,
+                    fmt::format("an unexpected object of kind '{}' in the envelope", shown));
     }
     json out = json::object();
     const auto* p = reinterpret_cast<const std::uint8_t*>(raw.data());

@@ -38,6 +38,9 @@ KubeContext resolve_context(const ContextEntry& ctx, const std::string& source,
     out.namespace_name = ctx.namespace_name.empty() ? "default" : ctx.namespace_name;
     auto broken = [&](std::string error, std::string hint) {
         if (out.error.empty()) {
+            // One line (kubeconfig.hpp), also when a name quoted in it holds a line break.
+            std::replace_if(
+                error.begin(), error.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
             out.error = std::move(error);
             out.hint = std::move(hint);
         }

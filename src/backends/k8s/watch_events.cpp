@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/k8s/job_state_pods.hpp"
 #include "backends/k8s/json_fields.hpp"
 
 namespace tandem::k8s {
@@ -67,7 +68,8 @@ Result<WatchEvent> parse_watch_line(std::string_view line) {
         known = known || ev.type == t;
     }
     if (!known) {
-        return malformed(ev.type.empty() ? std::string("no type") : "unknown type " + ev.type, line);
+        return malformed(
+            ev.type.empty() ? std::string("no type") : "unknown type " + detail::one_line(ev.type), line);
     }
     auto object = doc.find("object");
     if (object == doc.end() || !object->is_object()) {
@@ -83,8 +85,8 @@ Result<WatchEvent> parse_watch_line(std::string_view line) {
         ev.gone = true;
         return ev;
     }
-    const std::string reason = fields::str_at(ev.object, "reason");
-    const std::string message = fields::str_at(ev.object, "message");
+    const std::string reason = detail::one_line(fields::str_at(ev.object, "reason"));
+    const std::string message = detail::one_line(fields::str_at(ev.object, "message"));
     return fail(kind_of_status(code),
                 fmt::format("Kubernetes watch: the API server ended the watch with {} {}: {}", code,
                             reason.empty() ? "Error" : reason, message.empty() ? "(no message)" : message));

@@ -40,7 +40,7 @@ std::vector<int> version_numbers(std::string_view v) {
             n = 0;
             any = false;
         } else if (c >= '0' && c <= '9') {
-            n = n * 10 + (c - '0');
+            n = n < 100'000'000 ? n * 10 + (c - '0') : n; // saturates instead of overflowing
             any = true;
         }
     }
@@ -77,6 +77,9 @@ Result<ApiChoice> choose_api_version(const std::vector<std::string>& path_list) 
             continue;
         }
         const std::string v = p.substr(prefix.size() - 1, p.find('/', prefix.size()) - (prefix.size() - 1));
+        if (v.size() < 2 || v.find_first_not_of("0123456789.", 1) != std::string::npos) {
+            continue; // not a version ("v0.0.3\n{job_id}"): it would be quoted in the error below
+        }
         if (std::find(choice.offered.begin(), choice.offered.end(), v) == choice.offered.end()) {
             choice.offered.push_back(v);
         }

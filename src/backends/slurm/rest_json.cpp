@@ -29,7 +29,11 @@ std::optional<std::int64_t> plain_number(const nlohmann::json& v) {
                    : std::optional<std::int64_t>(static_cast<std::int64_t>(u));
     }
     if (v.is_number_float()) {
-        return static_cast<std::int64_t>(v.get<double>());
+        const double d = v.get<double>();
+        // Outside [-2^63, 2^63) (or NaN) the cast is undefined behaviour.
+        return d >= -9223372036854775808.0 && d < 9223372036854775808.0
+                   ? std::optional<std::int64_t>(static_cast<std::int64_t>(d))
+                   : std::nullopt;
     }
     return std::nullopt;
 }
@@ -162,6 +166,9 @@ std::optional<Error> response_error(const nlohmann::json& body) {
         }
         message += (message.empty() ? "" : "; ") + one;
     }
+    // One line, also when slurmrestd's text holds line breaks.
+    std::replace_if(
+        message.begin(), message.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
     return Error{kind, "slurm: " + message, {}};
 }
 

@@ -1,0 +1,191 @@
+// A Kubernetes status List (Jobs or pods, JSON) through skim_status_list (backends/k8s/job_state_skim.hpp),
+// then through the state mapping (group_by_tandem_job, to_job_update, pods_decide) as `status` reads it.
+// Invariants (the header's promise): on valid JSON the skim equals the full parse with every member outside
+// its table removed, and it fails only when the full parse shows why (not an object, no "items", an item
+// that is not an object, kept values nested over 64 deep; inputs with duplicate member names are left out,
+// since nlohmann keeps the last and the skimmer may stop at the first). A skim dumps and skims to itself.
+
+#include <set>
+#include <vector>
+
+#include "backends/k8s/job_state.hpp"
+#include "backends/k8s/job_state_skim.hpp"
+#include "fuzz_common.hpp"
+
+namespace {
+
+using nlohmann::json;
+
+// The skimmer's table (job_state_skim.cpp), as nested sets of member names; nullptr keeps the whole value.
+struct Shape {
+    std::vector<std::pair<std::string_view, const Shape*>> members;
+    const Shape* find(std::string_view key, bool& found) const {
+        for (const auto& [name, shape] : members) {
+            if (name == key) {
+                found = true;
+                return shape;
+            }
+        }
+        found = false;
+        return nullptr;
+    }
+};
+const Shape k_labels{{{"tandem.dev/job", nullptr}, {"tandem.dev/rank", nullptr}}};
+const Shape k_annotations{{{"batch.kubernetes.io/job-completion-index", nullptr}}};
+const Shape k_metadata{{{"name", nullptr},
+                        {"namespace", nullptr},
+                        {"uid", nullptr},
+                        {"resourceVersion", nullptr},
+                        {"creationTimestamp", nullptr},
+                        {"deletionTimestamp", nullptr},
+                        {"labels", &k_labels},
+                        {"annotations", &k_annotations}}};
+const Shape k_spec{
+    {{"nodeName", nullptr}, {"completions", nullptr}, {"completionMode", nullptr}, {"parallelism", nullptr}}};
+const Shape k_container_status{{{"name", nullptr},
+                                {"state", nullptr},
+                                {"lastState", nullptr},
+                                {"ready", nullptr},
+                                {"restartCount", nullptr}}};
+const Shape k_status{{{"phase", nullptr},
+                      {"reason", nullptr},
+                      {"message", nullptr},
+                      {"conditions", nullptr},
+                      {"startTime", nullptr},
+                      {"completionTime", nullptr},
+                      {"active", nullptr},
+                      {"succeeded", nullptr},
+                      {"failed", nullptr},
+                      {"containerStatuses", &k_container_status},
+                      {"initContainerStatuses", &k_container_status}}};
+const Shape k_item{{{"apiVersion", nullptr},
+                    {"kind", nullptr},
+                    {"metadata", &k_metadata},
+                    {"spec", &k_spec},
+                    {"status", &k_status}}};
+
+constexpr int k_max_depth = 64;
+
+// One kept value at `depth`, as the skimmer's value() reads it.
+json keep(const json& v, const Shape* shape, int depth, bool& too_deep) {
+    too_deep = too_deep || depth > k_max_depth;
+    if (v.is_object()) {
+        json out = json::object();
+        for (const auto& [key, member] : v.items()) {
+            bool found = shape == nullptr;
+            const Shape* inner = shape == nullptr ? nullptr : shape->find(key, found);
+            if (found) {
+                out[key] = keep(member, inner, depth + 1, too_deep);
+            }
+        }
+        return out;
+    }
+    if (v.is_array()) {
+        json out = json::array();
+        for (const auto& e : v) {
+            out.push_back(keep(e, shape, depth + 1, too_deep));
+        }
+        return out;
+    }
+    return v;
+}
+
+// What the skim of `full` should be; nullopt when the skimmer must refuse it.
+std::optional<json> expected_skim(const json& full, bool& too_deep) {
+    if (!full.is_object() || !full.contains("items") || !full["items"].is_array()) {
+        return std::nullopt;
+    }
+    json out = json::object();
+    for (const char* key : {"kind", "apiVersion", "metadata"}) {
+        if (full.contains(key)) {
+            out[key] = keep(full[key], nullptr, 1, too_deep);
+        }
+    }
+    json items = json::array();
+    for (const auto& item : full["items"]) {
+        if (!item.is_object()) {
+            return std::nullopt;
+        }
+        json kept = json::object();
+        for (const auto& [key, member] : item.items()) {
+            bool found = false;
+            const Shape* inner = k_item.find(key, found);
+            if (found) {
+                kept[key] = keep(member, inner, 2, too_deep);
+            }
+        }
+        items.push_back(std::move(kept));
+    }
+    out["items"] = std::move(items);
+    return out;
+}
+
+// True when some object of the text names a member twice (nlohmann keeps the last silently).
+struct DuplicateFinder : nlohmann::json_sax<json> {
+    std::vector<std::set<std::string>> keys;
+    bool duplicate = false;
+    bool null() override { return true; }
+    bool boolean(bool) override { return true; }
+    bool number_integer(number_integer_t) override { return true; }
+    bool number_unsigned(number_unsigned_t) override { return true; }
+    bool number_float(number_float_t, const string_t&) override { return true; }
+    bool string(string_t&) override { return true; }
+    bool binary(binary_t&) override { return true; }
+    bool start_object(std::size_t) override {
+        keys.emplace_back();
+        return true;
+    }
+    bool key(string_t& k) override {
+        duplicate = duplicate || !keys.back().insert(k).second;
+        return true;
+    }
+    bool end_object() override {
+        keys.pop_back();
+        return true;
+    }
+    bool start_array(std::size_t) override { return true; }
+    bool end_array() override { return true; }
+    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+        return false;
+    }
+};
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    using namespace tandem::k8s;
+    const auto text = fuzz::text(data, size);
+    const auto skim = skim_status_list(text);
+    fuzz::check_error_one_line(skim, "skim_status_list: error is one line");
+
+    const json full = json::parse(text.begin(), text.end(), nullptr, false);
+    if (!full.is_discarded()) {
+        bool too_deep = false;
+        const auto expected = expected_skim(full, too_deep);
+        DuplicateFinder dups;
+        json::sax_parse(text.begin(), text.end(), &dups);
+        if (skim && expected && *skim != *expected) {
+            fuzz::broken("skim_status_list equals the filtered full parse",
+                         skim->dump() + "\n" + expected->dump());
+        }
+        if (skim && !expected && !dups.duplicate) {
+            fuzz::broken("skim_status_list accepts only a List of objects", skim->dump());
+        }
+        if (!skim && expected && !too_deep && !dups.duplicate) {
+            fuzz::broken("skim_status_list refuses only what the full parse shows is wrong",
+                         skim.error().message);
+        }
+    }
+    if (!skim) {
+        return 0;
+    }
+    const auto again = skim_status_list(skim->dump());
+    fuzz::check(again && *again == *skim, "a skim skims to itself");
+
+    const auto groups = group_by_tandem_job(*skim, *skim, full.is_object() ? &full : nullptr);
+    for (const auto& [name, view] : groups) {
+        (void)to_job_update(view);
+        (void)pods_decide(view);
+    }
+    return 0;
+}
