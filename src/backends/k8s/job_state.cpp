@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <limits>
 #include <set>
 
 #include <fmt/format.h>
@@ -290,7 +291,9 @@ std::map<std::string, JobView> group_by_tandem_job(const json& job_list, const j
     for (auto& [key, view] : out) {
         int ranks = static_cast<int>(view.jobs.size());
         for (const json* job : view.jobs) {
-            ranks = std::max(ranks, rank_of_job(*job) + 1);
+            if (const int rank = rank_of_job(*job); rank < std::numeric_limits<int>::max()) {
+                ranks = std::max(ranks, rank + 1); // (a rank label of INT_MAX would overflow)
+            }
             const json* completions = fields::at(*job, "spec", "completions");
             if (fields::str_at(*job, "spec", "completionMode") == "Indexed" && completions != nullptr &&
                 completions->is_number_integer()) {

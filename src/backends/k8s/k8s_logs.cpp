@@ -2,6 +2,7 @@
 // (pods/{pod}/log, chunked with follow=true), every rank at once with "[rank K] " prefixes when the job has
 // several, waiting while a pod is not running yet.
 
+#include <charconv>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "backends/k8s/job_state.hpp"
+#include "backends/k8s/json_fields.hpp"
 #include "backends/k8s/k8s_backend.hpp"
 #include "backends/k8s/labels.hpp"
 
@@ -22,22 +24,17 @@ namespace {
 constexpr auto k_poll = std::chrono::milliseconds(500);
 
 int rank_of(const json& pod) {
-    const auto& meta = pod["metadata"];
-    const auto labels = meta.value("labels", json::object());
-    const auto annotations = meta.value("annotations", json::object());
-    std::string text = labels.value(std::string(k_rank_label), "");
+    std::string text = fields::str_at(pod, "metadata", "labels", k_rank_label);
     if (text.empty()) {
-        text = annotations.value(std::string(k_completion_index_annotation), "0");
+        text = fields::str_at(pod, "metadata", "annotations", k_completion_index_annotation);
     }
-    try {
-        return std::stoi(text);
-    } catch (...) {
-        return 0;
-    }
+    int rank = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), rank);
+    return ec == std::errc{} && end == text.data() + text.size() && rank >= 0 ? rank : 0;
 }
 
 std::string phase_of(const json& pod) {
-    return pod.value("status", json::object()).value("phase", "");
+    return fields::str_at(pod, "status", "phase");
 }
 
 // Started: a container that runs or ran has a log to read.
@@ -46,9 +43,9 @@ bool has_started(const json& pod) {
     if (phase == "Running" || phase == "Succeeded" || phase == "Failed") {
         return true;
     }
-    for (const auto& cs : pod.value("status", json::object()).value("containerStatuses", json::array())) {
-        const auto state = cs.value("state", json::object());
-        if (state.contains("running") || state.contains("terminated")) {
+    const json* statuses = fields::at(pod, "status", "containerStatuses");
+    for (const auto& cs : statuses != nullptr && statuses->is_array() ? *statuses : json::array()) {
+        if (fields::at(cs, "state", "running") != nullptr || fields::at(cs, "state", "terminated") != nullptr) {
             return true;
         }
     }
@@ -111,12 +108,12 @@ Result<std::map<int, json>> K8sBackend::rank_pods(const std::string& ns, const s
         return tl::unexpected(pods.error());
     }
     std::map<int, json> out;
-    for (const auto& pod : pods->body.value("items", json::array())) {
+    for (const auto& pod : fields::items(pods->body)) {
         const int rank = rank_of(pod);
-        const auto created = parse_rfc3339(pod["metadata"].value("creationTimestamp", "")).value_or(0);
+        const auto created = parse_rfc3339(fields::str_at(pod, "metadata", "creationTimestamp")).value_or(0);
         auto it = out.find(rank);
         if (it == out.end() ||
-            parse_rfc3339(it->second["metadata"].value("creationTimestamp", "")).value_or(0) <= created) {
+            parse_rfc3339(fields::str_at(it->second, "metadata", "creationTimestamp")).value_or(0) <= created) {
             out[rank] = pod; // a retried rank has several pods: the newest is the one that counts
         }
     }
@@ -147,18 +144,18 @@ Status K8sBackend::follow_pod(const std::string& ns, const std::string& base, in
             if (!jobs) {
                 return tl::unexpected(jobs.error());
             }
-            if (jobs->body.value("items", json::array()).empty()) {
+            if (fields::items(jobs->body).empty()) {
                 break; // cancelled (or cleaned up) before this rank ever ran
             }
             std::this_thread::sleep_for(k_poll);
             continue;
         }
         const json& pod = it->second;
-        const auto name = pod["metadata"].value("name", "");
+        const auto name = fields::str_at(pod, "metadata", "name");
         if (name == streamed_pod) { // its log ended: done unless the Job made a new pod for this rank
             const auto phase = phase_of(pod);
             if (!options.follow || phase == "Succeeded" || phase == "Failed" ||
-                pod["metadata"].contains("deletionTimestamp")) {
+                fields::at(pod, "metadata", "deletionTimestamp") != nullptr) {
                 break;
             }
             std::this_thread::sleep_for(k_poll);

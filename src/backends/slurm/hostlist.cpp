@@ -3,6 +3,7 @@
 
 #include "backends/slurm/hostlist.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 #include <fmt/format.h>
@@ -12,7 +13,10 @@ namespace tandem::slurm {
 namespace {
 
 tl::unexpected<Error> bad(std::string_view hostlist, std::string_view why) {
-    return fail(ErrorKind::remote, fmt::format("slurm: cannot read host list '{}': {}", hostlist, why));
+    std::string shown(hostlist); // one line, also when slurmrestd's text holds a line break
+    std::replace_if(
+        shown.begin(), shown.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+    return fail(ErrorKind::remote, fmt::format("slurm: cannot read host list '{}': {}", shown, why));
 }
 
 // Top-level names are separated by commas outside brackets.
