@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/groups.hpp"
 #include "cli/output.hpp"
+#include "core/fault_point.hpp"
 
 namespace tandem::cli {
 
@@ -95,6 +96,7 @@ Result<int> cancel(Context& ctx, const CancelFlags& flags) {
         Status done = backend ? Status{} : Status{tl::unexpected(backend.error())};
         if (done && !job.remote_id.empty()) {
             done = (*backend)->cancel(job);
+            fault_point("cancel.remote");
         }
         if (!done) {
             note(fmt::format("tandem: error: job {}: cancel on {} failed: {}", job.id, job.cluster,

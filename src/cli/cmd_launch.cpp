@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/failover.hpp"
 #include "cli/groups.hpp"
+#include "cli/launch_lock.hpp"
 #include "cli/output.hpp"
 #include "cli/task_planning.hpp"
 #include "core/quantity.hpp"
@@ -42,8 +43,14 @@ Result<JobRecord> record_job(Context& ctx, const PlannedTask& planned, const Pla
     job.placement_json = placement_json(placement).dump();
     job.gpus = placement_gpus(planned.spec, placement);
     job.num_nodes = planned.spec.num_nodes;
+    // The lock first: a job in the store without a live launch holding its lock is one `status` settles.
+    job.submit_token = new_submit_token();
+    if (auto held = hold_launch_lock(ctx.paths().state_dir, job.submit_token); !held) {
+        return tl::unexpected(held.error());
+    }
     auto id = (*store)->insert(job);
     if (!id) {
+        release_launch_lock(ctx.paths().state_dir, job.submit_token);
         return tl::unexpected(id.error());
     }
     job.id = *id;

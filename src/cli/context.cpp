@@ -12,6 +12,7 @@
 #include "backends/k8s/k8s_factory.hpp"
 #include "backends/registry.hpp"
 #include "cli/fanout.hpp"
+#include "cli/launch_lock.hpp"
 #include "cli/output.hpp"
 #include "core/quantity.hpp"
 #include "net/http_client.hpp"
@@ -222,15 +223,76 @@ void apply_updates(store::JobStore* store, std::vector<JobView>& views,
 
 } // namespace
 
+namespace {
+
+// A job whose launch is gone (killed, crashed, its machine lost power) before it stored the remote id:
+// ask the cluster for the job carrying its submit token. Found: the job is tracked from here on, as if the
+// launch had stored it. Not found: nothing ran, and the job ends FAILED saying so. Nothing is submitted
+// here, so a job is never submitted twice. Returns why the cluster could not tell, when it could not.
+std::optional<std::string> settle_abandoned_launch(Context& ctx, JobRecord& job) {
+    auto lock = take_abandoned_launch(ctx.paths().state_dir, job.submit_token);
+    if (!lock) {
+        return std::nullopt; // its launch is alive and submitting
+    }
+    auto store = ctx.store();
+    if (!store) {
+        return store.error().message;
+    }
+    if (auto fresh = (*store)->get(job.id); fresh && *fresh) {
+        job = **fresh; // the launch may have finished just before it let go of the lock
+    }
+    if (is_terminal(job.state) || !job.remote_id.empty()) {
+        return std::nullopt;
+    }
+    auto backend = ctx.backend(job.cluster);
+    if (!backend) {
+        return backend.error().message;
+    }
+    auto found = (*backend)->find_submitted(job);
+    if (!found) {
+        return fmt::format("its launch was interrupted, and {} could not say whether it took the job: {}",
+                           job.cluster, found.error().message);
+    }
+    const auto now = now_seconds();
+    if (*found) {
+        auto active = (*store)->set_remote_id(job.id, **found);
+        if (!active) {
+            return active.error().message;
+        }
+        job.remote_id = **found;
+        note(fmt::format("tandem: job {}: its launch was interrupted after the submit; {} holds it as {}", job.id,
+                         job.cluster, job.remote_id));
+        return std::nullopt;
+    }
+    JobUpdate failed{JobState::failed,
+                     "launch interrupted before submitting",
+                     std::nullopt, std::nullopt, now};
+    if (auto ok = (*store)->update(job.id, failed, now); !ok) {
+        return ok.error().message;
+    }
+    job.state = failed.state;
+    job.reason = failed.reason;
+    job.ended_at = now;
+    job.updated_at = now;
+    return std::nullopt;
+}
+
+} // namespace
+
 std::vector<JobView> refresh_jobs(Context& ctx, std::vector<JobRecord> jobs) {
     std::vector<JobView> views;
     views.reserve(jobs.size());
     std::map<std::string, std::vector<std::size_t>> active_by_cluster;
     for (std::size_t i = 0; i < jobs.size(); ++i) {
-        if (!is_terminal(jobs[i].state) && !jobs[i].remote_id.empty()) {
+        std::optional<std::string> unsettled;
+        if (!is_terminal(jobs[i].state) && jobs[i].remote_id.empty() && !jobs[i].is_group() &&
+            !jobs[i].submit_token.empty()) {
+            unsettled = settle_abandoned_launch(ctx, jobs[i]);
+        }
+        if (!unsettled && !is_terminal(jobs[i].state) && !jobs[i].remote_id.empty()) {
             active_by_cluster[jobs[i].cluster].push_back(i);
         }
-        views.push_back(JobView{std::move(jobs[i]), false, {}});
+        views.push_back(JobView{std::move(jobs[i]), unsettled.has_value(), unsettled.value_or("")});
     }
     auto store = ctx.store();
     // Backends are made on this thread, then every cluster is asked at once.

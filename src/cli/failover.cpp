@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include "cli/launch_lock.hpp"
 #include "cli/output.hpp"
 #include "cli/task_planning.hpp"
+#include "core/fault_point.hpp"
 #include "core/quantity.hpp"
 
 namespace tandem::cli {
@@ -82,11 +84,18 @@ Result<bool> Failover::move_to(std::size_t next, const std::string& outcome) {
                             from.pool, m_job.remote_id, m_placed_at,
                             now,       outcome};
     store::Move move{to.cluster, std::string(to_string(to.kind)), placement_json(to).dump(),
-                     placement_gpus(m_spec, to), fmt::format("moving from {}", where(from))};
+                     placement_gpus(m_spec, to), fmt::format("moving from {}", where(from)), new_submit_token()};
+    const std::string& state_dir = m_ctx.paths().state_dir;
+    if (auto held = hold_launch_lock(state_dir, move.submit_token); !held) {
+        return tl::unexpected(held.error());
+    }
     auto moved = (*store)->move_job(m_job.id, m_job.remote_id, finished, move, now);
     if (!moved || !*moved) {
+        release_launch_lock(state_dir, move.submit_token);
         return moved;
     }
+    release_launch_lock(state_dir, m_job.submit_token);
+    m_job.submit_token = move.submit_token;
     m_current = next;
     m_job.cluster = to.cluster;
     m_job.backend = move.backend;
@@ -107,15 +116,37 @@ Status Failover::submit(std::optional<Result<std::string>> first) {
         const Placement& placement = m_candidates[m_current];
         m_placed_at = now_seconds();
         auto backend = m_ctx.backend(placement.cluster);
-        Result<std::string> remote_id = first                ? std::move(*first)
-                                         : backend ? (*backend)->submit(m_spec, placement, m_job.id)
-                                                   : tl::unexpected(backend.error());
+        fault_point("launch.recorded");
+        Result<std::string> remote_id =
+            first     ? std::move(*first)
+            : backend ? (*backend)->submit(m_spec, placement, m_job.id, m_job.submit_token)
+                      : tl::unexpected(backend.error());
         first.reset();
         if (remote_id) {
-            if (auto ok = (*store)->set_remote_id(m_job.id, *remote_id); !ok) {
-                return ok;
+            fault_point("launch.submitted");
+            auto active = (*store)->set_remote_id(m_job.id, *remote_id);
+            if (!active) {
+                return tl::unexpected(active.error()); // the lock stays: `status` settles the job
             }
+            release_launch_lock(m_ctx.paths().state_dir, m_job.submit_token);
+            fault_point("launch.stored");
             m_job.remote_id = *remote_id;
+            if (!*active) {
+                // Cancelled (`tandem cancel`) while the submit was under way: the job must not run on.
+                m_job.state = JobState::cancelled;
+                Status cancelled = backend ? (*backend)->cancel(m_job) : Status{tl::unexpected(backend.error())};
+                if (!cancelled) {
+                    return fail(ErrorKind::remote,
+                                fmt::format("job {} was cancelled while it was being submitted, and cancelling "
+                                            "what {} took ({}) failed: {}",
+                                            m_job.id, where(placement), *remote_id, cancelled.error().message),
+                                fmt::format("`tandem cancel {}` tries again", m_job.id));
+                }
+                return fail(ErrorKind::remote,
+                            fmt::format("job {} was cancelled while it was being submitted; what {} took ({}) "
+                                        "is cancelled too",
+                                        m_job.id, where(placement), *remote_id));
+            }
             note(fmt::format("tandem: job {} ({}) submitted to {} as {} [{}]", m_job.id, m_job.name,
                              where(placement), *remote_id, placement.option_label));
             return {};
@@ -142,6 +173,7 @@ Status Failover::submit(std::optional<Result<std::string>> first) {
         JobUpdate failed{JobState::failed, "submit failed: " + why, std::nullopt, std::nullopt,
                          now_seconds()};
         (void)(*store)->update(m_job.id, failed, now_seconds());
+        release_launch_lock(m_ctx.paths().state_dir, m_job.submit_token);
         Error out = e;
         out.refused = false;
         if (m_refusals.size() > 1) {

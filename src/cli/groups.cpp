@@ -12,6 +12,7 @@
 #include "cli/commands.hpp"
 #include "cli/failover.hpp"
 #include "cli/fanout.hpp"
+#include "cli/launch_lock.hpp"
 #include "cli/output.hpp"
 #include "cli/task_planning.hpp"
 
@@ -580,8 +581,8 @@ std::string random_token() {
     return fmt::format("{:08x}", rd());
 }
 
-Result<JobRecord> record_member(store::JobStore& store, const TaskSpec& spec, const Placement& placement,
-                                std::int64_t parent, const std::string& reason) {
+Result<JobRecord> record_member(const std::string& state_dir, store::JobStore& store, const TaskSpec& spec,
+                                const Placement& placement, std::int64_t parent, const std::string& reason) {
     JobRecord job;
     job.name = spec.name;
     job.member = spec.name;
@@ -596,8 +597,13 @@ Result<JobRecord> record_member(store::JobStore& store, const TaskSpec& spec, co
     job.placement_json = placement_json(placement).dump();
     job.gpus = placement_gpus(spec, placement);
     job.num_nodes = spec.num_nodes;
+    job.submit_token = new_submit_token(); // locked first, as launch does (launch_lock.hpp)
+    if (auto held = hold_launch_lock(state_dir, job.submit_token); !held) {
+        return tl::unexpected(held.error());
+    }
     auto id = store.insert(job);
     if (!id) {
+        release_launch_lock(state_dir, job.submit_token);
         return tl::unexpected(id.error());
     }
     job.id = *id;
@@ -619,6 +625,7 @@ Status submit_concurrently(Context& ctx, std::vector<Failover>& failovers, const
     struct Work {
         std::size_t index;
         std::int64_t job_id;
+        std::string token;
         TaskSpec spec;
         Placement placement;
     };
@@ -635,11 +642,12 @@ Status submit_concurrently(Context& ctx, std::vector<Failover>& failovers, const
         // Copies: a task still running at its deadline is left behind and must own what it reads.
         auto work = std::make_shared<std::vector<Work>>();
         for (auto i : members) {
-            work->push_back(Work{i, failovers[i].job().id, specs[i], failovers[i].placement()});
+            work->push_back(Work{i, failovers[i].job().id, failovers[i].job().submit_token, specs[i],
+                                 failovers[i].placement()});
         }
         tasks.push_back(FanoutTask{[b = *backend, work, answers] {
                                        for (const auto& w : *work) {
-                                           (*answers)[w.index] = b->submit(w.spec, w.placement, w.job_id);
+                                           (*answers)[w.index] = b->submit(w.spec, w.placement, w.job_id, w.token);
                                        }
                                    },
                                    ctx.deadline(cluster) * static_cast<int>(members.size())});
@@ -760,7 +768,7 @@ Result<int> launch_group(Context& ctx, TaskGroup group, const GroupLaunchOptions
         }
         const std::string reason =
             pipeline && i > 0 ? fmt::format("waiting for stage {} ({})", i, specs[i - 1].name) : std::string();
-        auto member = record_member(**store, spec, plans[i].placements.front(), row.id, reason);
+        auto member = record_member(ctx.paths().state_dir, **store, spec, plans[i].placements.front(), row.id, reason);
         if (!member) {
             return tl::unexpected(member.error());
         }

@@ -48,9 +48,14 @@ public:
     // The exact native artifact submit() would create (sbatch script, manifests, local script).
     virtual Result<std::string> render(const TaskSpec& spec, const Placement& placement,
                                        std::int64_t job_id) = 0;
-    // Submits; returns the backend's id. `job_id` is tandem's id, also used to make the submit idempotent.
-    virtual Result<std::string> submit(const TaskSpec& spec, const Placement& placement,
-                                       std::int64_t job_id) = 0;
+    // Submits; returns the backend's id. `job_id` is tandem's id; `token` (JobRecord::submit_token) marks
+    // the job on the cluster, so that a retried submit, or find_submitted() after a killed launch, knows it.
+    virtual Result<std::string> submit(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
+                                       const std::string& token) = 0;
+    // After a launch died between recording `job` and storing its remote id: the id of the job this cluster
+    // holds for `job.submit_token`, or nullopt when it holds none (a partial submit is taken back and
+    // counts as none). An error when the cluster cannot tell.
+    virtual Result<std::optional<std::string>> find_submitted(const JobRecord& job) = 0;
     // One update per job, in order, from as few requests as the backend allows (one per cluster).
     // A backend that cannot be reached returns the error; the caller marks the jobs UNKNOWN.
     virtual Result<std::vector<JobUpdate>> refresh(const std::vector<JobRecord>& jobs) = 0;

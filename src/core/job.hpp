@@ -30,6 +30,9 @@ struct JobRecord {
     // member a row pointing at it, with its name in the group.
     std::optional<std::int64_t> parent_id;
     std::string member;
+    // Drawn by launch before the submit and handed to the backend, which marks the job with it (Slurm: the
+    // comment; Kubernetes: a label). A launch killed before it stored the remote id is found by it.
+    std::string submit_token;
 
     bool is_group() const { return backend == k_group_backend; }
     static constexpr const char* k_group_backend = "group";
@@ -37,6 +40,9 @@ struct JobRecord {
 
 // A state change reported by a backend refresh. UNKNOWN means "could not tell": the store keeps the last
 // known state and the CLI shows its age.
+// A fresh submit token: 10 characters of [a-z0-9], fit for a Kubernetes label and name.
+std::string new_submit_token();
+
 struct JobUpdate {
     JobState state = JobState::unknown;
     std::string reason;

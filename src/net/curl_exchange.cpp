@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdint>
 #include <exception>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -25,6 +27,10 @@ struct Exchange {
     bool head_published = false;
     bool consumer_stopped = false;
     bool data_delivered = false;
+    bool error_body_full = false; // an error answer's first 64 KiB are kept; the rest is not read
+    bool too_large = false;       // a delivered body over request->max_body_bytes
+    std::optional<std::uint64_t> announced; // its Content-Length, when that said so
+    CURL* handle = nullptr;
     std::string consumer_error;
 
     void publish_head() {
@@ -65,13 +71,34 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
     auto* ex = static_cast<Exchange*>(user);
     const std::size_t n = size * count;
     try {
-        if (ex->on_chunk == nullptr) {
-            ex->response.body.append(data, n);
-            return n;
-        }
+        // Returning less than n aborts the transfer (CURLE_WRITE_ERROR); the flags say why.
         if (!deliverable(ex->response.status, ex->request->pass_statuses)) {
-            ex->error_body.append(
-                data, std::min(n, k_max_error_body - std::min(k_max_error_body, ex->error_body.size())));
+            std::string& kept = ex->on_chunk == nullptr ? ex->response.body : ex->error_body;
+            const std::size_t room = k_max_error_body - std::min(k_max_error_body, kept.size());
+            kept.append(data, std::min(n, room));
+            ex->error_body_full = n > room;
+            return ex->error_body_full ? 0 : n;
+        }
+        if (ex->on_chunk == nullptr) {
+            if (ex->response.body.empty()) {
+                curl_off_t length = -1;
+                const bool known = ex->handle != nullptr &&
+                                   curl().easy_getinfo(ex->handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T,
+                                                       &length) == CURLE_OK;
+                if (known && length > 0) {
+                    if (body_over_limit(*ex->request, 0, static_cast<std::uint64_t>(length))) {
+                        ex->announced = static_cast<std::uint64_t>(length);
+                        ex->too_large = true;
+                        return 0; // refused before the rest of it is read
+                    }
+                    ex->response.body.reserve(static_cast<std::size_t>(length));
+                }
+            }
+            if (body_over_limit(*ex->request, ex->response.body.size() + n)) {
+                ex->too_large = true;
+                return 0;
+            }
+            ex->response.body.append(data, n);
             return n;
         }
         ex->publish_head();
@@ -293,6 +320,7 @@ AttemptResult perform_attempt(CURL* h, const TlsSettings& tls, const HttpRequest
     AttemptResult result;
     Exchange ex;
     ex.request = &request;
+    ex.handle = h;
     ex.on_chunk = on_chunk;
     ex.head = head;
     HeaderList headers;
@@ -352,7 +380,9 @@ AttemptResult perform_attempt(CURL* h, const TlsSettings& tls, const HttpRequest
                             true, true);
     } else if (ex.consumer_stopped) {
         // A clean end chosen by the consumer; curl reports it as a write error.
-    } else if (code != CURLE_OK) {
+    } else if (ex.too_large) {
+        result.failure = body_too_large(request, ex.announced);
+    } else if (code != CURLE_OK && !ex.error_body_full) {
         const std::string detail =
             errbuf[0] != '\0' ? std::string(errbuf.data()) : curl().easy_strerror(code);
         result.failure = transport_failure(code, request, detail, request_sent);

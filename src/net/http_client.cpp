@@ -152,31 +152,52 @@ struct CurlHttpClient::Impl {
                     request, load_error.empty() ? std::string(curl().easy_strerror(init)) : load_error));
             }
         }
+        // Attempts and the waits between them share one budget (next_attempt_timeout): a retry may get
+        // less than the whole timeout, carried by a copy of the request.
+        std::chrono::milliseconds spent{0};
+        HttpRequest shortened;
+        const HttpRequest* attempt = &request;
         for (int attempts = 1;; ++attempts) {
             AttemptResult r;
+            const auto began = std::chrono::steady_clock::now();
             if (use_plain) {
-                r = detail::perform_plain_attempt(this->plain, request, on_chunk, head, secrets);
+                r = detail::perform_plain_attempt(this->plain, *attempt, on_chunk, head, secrets);
             } else {
                 CURL* h = acquire();
                 if (h == nullptr) {
                     return tl::unexpected(internal_error(request, "cannot create a libcurl handle"));
                 }
-                r = detail::perform_attempt(h, tls, request, on_chunk, head, secrets);
+                r = detail::perform_attempt(h, tls, *attempt, on_chunk, head, secrets);
                 release(h);
             }
+            spent += std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                           began);
             connections += r.new_connections;
             log(request, r, attempts, secrets);
             if (!r.failure) {
                 return std::move(r.response);
             }
             const auto delay = retry_delay(retry, request, *r.failure, attempts, unit_random());
-            if (!delay) {
-                return tl::unexpected(final_error(retry, *r.failure, attempts, secrets));
+            const auto next = delay ? next_attempt_timeout(request.timeout, spent + *delay) : std::nullopt;
+            if (!delay || !next) {
+                Error e = final_error(retry, *r.failure, attempts, secrets);
+                if (delay && r.failure->retry_after) { // a wait the budget has no room for
+                    e.message += fmt::format(
+                        " (server asks to retry after {} s)",
+                        std::chrono::duration_cast<std::chrono::seconds>(*r.failure->retry_after).count());
+                }
+                return tl::unexpected(std::move(e));
             }
             if (retry.sleep) {
                 retry.sleep(*delay);
             } else {
                 std::this_thread::sleep_for(*delay);
+            }
+            spent += *delay;
+            if (*next != attempt->timeout) {
+                shortened = request;
+                shortened.timeout = *next;
+                attempt = &shortened;
             }
         }
     }

@@ -4,6 +4,7 @@
 // message is one line, names host:port, and has had every credential header value redacted.
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -18,13 +19,20 @@ namespace tandem::net {
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
+// The largest body a request collects whole (HttpRequest::max_body_bytes), 128 MiB: an answer larger than
+// that is an error, not a reason to run the machine out of memory. Streams are not capped (their consumer
+// sees each piece); error bodies are cut to their first 64 KiB either way.
+inline constexpr std::size_t k_default_max_body = std::size_t{128} * 1024 * 1024;
+
 struct HttpRequest {
     std::string method = "GET";
     std::string url;
     Headers headers;          // sent as given; values of credential headers are treated as secrets
     std::string body;         // sent as is for any method when non-empty (and always for POST)
     std::string content_type; // adds a Content-Type header when non-empty
-    std::chrono::milliseconds timeout{30'000};         // whole exchange; 0 = none (log follow, watch)
+    // Whole exchange; 0 = none (log follow, watch). Retries share a budget of twice this (see retry_budget
+    // in http_policy.hpp): the request returns within 2 x timeout whatever the server does.
+    std::chrono::milliseconds timeout{30'000};
     std::chrono::milliseconds connect_timeout{10'000}; // TCP + TLS handshake
     // Safe to send twice. Only idempotent requests are retried after they may have reached the server;
     // any request is retried when it failed before being sent (connection refused, DNS, TLS handshake).
@@ -32,6 +40,8 @@ struct HttpRequest {
     // Statuses handed back as a response instead of an error (e.g. 404 when absence is an answer,
     // 409 on create, 410 on a watch). 2xx always are.
     std::vector<int> pass_statuses;
+    // request(): a delivered body over this many bytes ends the exchange with a `remote` error.
+    std::size_t max_body_bytes = k_default_max_body;
 };
 
 struct HttpResponse {

@@ -253,6 +253,38 @@ std::optional<std::chrono::milliseconds> retry_delay(const RetryPolicy& policy, 
     return backoff_delay(policy, attempts_done, unit_random);
 }
 
+std::optional<std::chrono::milliseconds> next_attempt_timeout(std::chrono::milliseconds timeout,
+                                                              std::chrono::milliseconds spent) {
+    if (timeout.count() <= 0) {
+        return timeout; // no limit, no budget
+    }
+    const auto left = 2 * timeout - spent;
+    if (left < timeout / 4 || left.count() <= 0) {
+        return std::nullopt;
+    }
+    return std::min(timeout, left);
+}
+
+bool body_over_limit(const HttpRequest& request, std::uint64_t collected,
+                     std::optional<std::uint64_t> announced) {
+    const std::uint64_t limit = request.max_body_bytes;
+    return collected > limit || (announced && *announced > limit);
+}
+
+AttemptFailure body_too_large(const HttpRequest& request, std::optional<std::uint64_t> announced) {
+    const UrlTarget t = parse_target(request.url);
+    constexpr std::size_t mib = std::size_t{1} << 20;
+    const std::size_t limit = request.max_body_bytes;
+    const std::string most =
+        limit % mib == 0 ? fmt::format("{} MiB", limit / mib) : fmt::format("{} bytes", limit);
+    const std::string size =
+        announced ? fmt::format("a body of {} bytes,", *announced) : std::string("a body");
+    return attempt_failure(ErrorKind::remote,
+                           fmt::format("{} answered {} {} with {} over the {} tandem reads", t.host_port,
+                                       request.method, t.path, size, most),
+                           true);
+}
+
 Error status_error(const HttpRequest& request, int status, std::string_view reason, std::string_view body,
                    const std::vector<std::string>& secrets) {
     const UrlTarget target = parse_target(request.url);

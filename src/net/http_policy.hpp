@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -91,6 +92,21 @@ AttemptFailure refused_status(const HttpRequest& request, const HttpResponse& re
 std::optional<std::chrono::milliseconds> retry_delay(const RetryPolicy& policy, const HttpRequest& request,
                                                      const AttemptFailure& failure, int attempts_done,
                                                      double unit_random);
+
+// Every attempt of one request, and the waits between them, end within twice its timeout (a cluster's
+// deadline is 2 x timeout_seconds + 5 s: a request may be retried once, or more often while that leaves
+// time). Given what was spent so far (attempts and waits, the coming wait included), the timeout of the
+// next attempt: the request's own, or what is left when that is less; nothing when under a quarter of the
+// timeout is left, too short to be worth an attempt. A request without a timeout (a stream) has no budget.
+std::optional<std::chrono::milliseconds> next_attempt_timeout(std::chrono::milliseconds timeout,
+                                                              std::chrono::milliseconds spent);
+
+// Whether a delivered body grown to `collected` bytes, or announced at `announced` (Content-Length), is
+// over the request's max_body_bytes.
+bool body_over_limit(const HttpRequest& request, std::uint64_t collected,
+                     std::optional<std::uint64_t> announced = std::nullopt);
+// The failure for such a body: `remote`, one line, never retried (the next answer would be as large).
+AttemptFailure body_too_large(const HttpRequest& request, std::optional<std::uint64_t> announced);
 
 // "<host:port> answered HTTP 401 Unauthorized to GET /path: <excerpt>". The body is redacted before it
 // is cut, so a secret cannot leak half-cut past the redaction.

@@ -153,6 +153,19 @@ private:
         return fail(ErrorKind::timeout, fmt::format("{} did not answer {} within {} ms", m_host_port, m_what,
                                                     m_req.timeout.count()));
     }
+    bool too_large(std::optional<std::uint64_t> announced) {
+        keep_alive = false;
+        fault = body_too_large(m_req, announced);
+        m_outcome = Outcome::failed;
+        return false;
+    }
+    // An error answer's body only makes its message: past the first 64 KiB the rest is not read (the
+    // connection is dropped with it), so a server cannot hold tandem reading an endless error page.
+    bool error_body_full() {
+        keep_alive = false;
+        m_outcome = Outcome::done;
+        return false;
+    }
     bool unreadable(std::string_view detail) {
         keep_alive = false;
         return fail(ErrorKind::remote,
@@ -305,13 +318,17 @@ private:
         if (piece.empty()) {
             return true;
         }
-        if (m_on_chunk == nullptr) {
-            response.body.append(piece);
-            return true;
-        }
         if (!deliverable(response.status, m_req.pass_statuses)) {
-            error_body.append(piece.substr(
-                0, std::min(piece.size(), k_max_error_body - std::min(k_max_error_body, error_body.size()))));
+            std::string& kept = m_on_chunk == nullptr ? response.body : error_body;
+            const std::size_t room = k_max_error_body - std::min(k_max_error_body, kept.size());
+            kept.append(piece.substr(0, std::min(piece.size(), room)));
+            return piece.size() <= room || error_body_full();
+        }
+        if (m_on_chunk == nullptr) {
+            if (body_over_limit(m_req, response.body.size() + piece.size())) {
+                return too_large(std::nullopt);
+            }
+            response.body.append(piece);
             return true;
         }
         publish_head();
@@ -354,7 +371,10 @@ private:
             if (m_on_chunk == nullptr && !deliverable(response.status, m_req.pass_statuses)) {
                 response.body.reserve(std::min<std::uint64_t>(length, k_max_error_body));
             } else if (m_on_chunk == nullptr) {
-                response.body.reserve(std::min<std::uint64_t>(length, std::uint64_t{1} << 30));
+                if (body_over_limit(m_req, 0, length)) {
+                    return too_large(length); // refused before a byte of it is read
+                }
+                response.body.reserve(length);
             }
             return read_length(length);
         }

@@ -17,7 +17,7 @@ Result<bool> JobStore::move_job(std::int64_t id, const std::string& expected_rem
     auto move =
         prepare("UPDATE jobs SET cluster = ?1, backend = ?2, placement_json = ?3, gpus = ?4, "
                 "remote_id = '', state = 'PENDING', reason = ?5, exit_code = NULL, started_at = NULL, "
-                "ended_at = NULL, updated_at = ?6 WHERE id = ?7 AND remote_id = ?8 AND "
+                "ended_at = NULL, updated_at = ?6, submit_token = ?10 WHERE id = ?7 AND remote_id = ?8 AND "
                 "(state NOT IN ('SUCCEEDED','FAILED','CANCELLED') OR "
                 "(state = 'CANCELLED' AND reason <> ?9))");
     if (!move) {
@@ -32,6 +32,7 @@ Result<bool> JobStore::move_job(std::int64_t id, const std::string& expected_rem
     move->bind(7, id);
     move->bind(8, expected_remote_id);
     move->bind(9, k_user_cancel_reason);
+    move->bind(10, to.submit_token);
     if (move->step() != SQLITE_DONE) {
         return tl::unexpected(sqlite_error(fmt::format("cannot move job {}", id)));
     }

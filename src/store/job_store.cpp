@@ -5,6 +5,7 @@
 #include "store/job_store.hpp"
 
 #include <algorithm>
+#include <cerrno>
 
 #include <fmt/core.h>
 
@@ -20,7 +21,7 @@ constexpr std::string_view k_active_sql = "state NOT IN ('SUCCEEDED','FAILED','C
 // Column order shared by get() and list(); read_row() depends on it.
 constexpr std::string_view k_select_sql =
     "SELECT id, name, cluster, backend, remote_id, state, reason, exit_code, submitted_at, started_at, "
-    "ended_at, updated_at, spec_json, placement_json, gpus, num_nodes, parent_id, member FROM jobs";
+    "ended_at, updated_at, spec_json, placement_json, gpus, num_nodes, parent_id, member, submit_token FROM jobs";
 
 // Fills `job` in place: list() reads thousands of rows, and building each one elsewhere then moving it
 // showed up in profiles.
@@ -51,6 +52,7 @@ Status read_row(const Stmt& row, JobRecord& job, const std::string& path) {
     job.num_nodes = static_cast<int>(row.int64_at(15));
     job.parent_id = row.optional_int64_at(16);
     job.member = row.text_at(17);
+    job.submit_token = row.text_at(18);
     return {};
 }
 
@@ -76,8 +78,8 @@ Result<std::int64_t> JobStore::insert(const JobRecord& job) {
     auto stmt =
         prepare("INSERT INTO jobs(name, cluster, backend, remote_id, state, reason, exit_code, "
                 "submitted_at, started_at, ended_at, updated_at, spec_json, placement_json, gpus, "
-                "num_nodes, parent_id, member) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
-                "?15, ?16, ?17)");
+                "num_nodes, parent_id, member, submit_token) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+                "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
     if (!stmt) {
         return tl::unexpected(stmt.error());
     }
@@ -98,6 +100,7 @@ Result<std::int64_t> JobStore::insert(const JobRecord& job) {
     stmt->bind(15, std::int64_t{job.num_nodes});
     stmt->bind(16, job.parent_id);
     stmt->bind(17, job.member);
+    stmt->bind(18, job.submit_token);
     if (stmt->step() != SQLITE_DONE) {
         return tl::unexpected(sqlite_error(fmt::format("cannot insert job '{}'", job.name)));
     }
@@ -109,10 +112,23 @@ Result<std::int64_t> JobStore::insert(const JobRecord& job) {
     return id;
 }
 
-Status JobStore::set_remote_id(std::int64_t id, const std::string& remote_id) {
+Result<bool> JobStore::set_remote_id(std::int64_t id, const std::string& remote_id) {
     auto txn = begin_write();
     if (!txn) {
         return tl::unexpected(txn.error());
+    }
+    bool active = false;
+    {
+        auto state = prepare("SELECT state FROM jobs WHERE id = ?1");
+        if (!state) {
+            return tl::unexpected(state.error());
+        }
+        state->bind(1, id);
+        if (state->step() != SQLITE_ROW) {
+            return tl::unexpected(not_found(id).error());
+        }
+        const auto parsed = job_state_from_string(state->text_at(0));
+        active = parsed && !is_terminal(*parsed);
     }
     auto stmt = prepare("UPDATE jobs SET remote_id = ?1 WHERE id = ?2");
     if (!stmt) {
@@ -123,13 +139,10 @@ Status JobStore::set_remote_id(std::int64_t id, const std::string& remote_id) {
     if (stmt->step() != SQLITE_DONE) {
         return tl::unexpected(sqlite_error(fmt::format("cannot record remote id of job {}", id)));
     }
-    if (sqlite3_changes(m_db) == 0) {
-        return not_found(id);
-    }
     if (txn->commit() != SQLITE_OK) {
         return tl::unexpected(sqlite_error(fmt::format("cannot record remote id of job {}", id)));
     }
-    return {};
+    return active;
 }
 
 Status JobStore::set_placement_json(std::int64_t id, const std::string& placement_json) {
@@ -377,6 +390,12 @@ Result<WriteTxn> JobStore::begin_write() {
 
 Error JobStore::sqlite_error(std::string_view what) const {
     int rc = sqlite3_errcode(m_db);
+    // SQLite calls a -shm or WAL that cannot grow "disk I/O error"; the system's errno says why.
+    if (rc != SQLITE_FULL && sqlite3_system_errno(m_db) == ENOSPC) {
+        return Error{ErrorKind::internal,
+                     fmt::format("job store {}: {}: database or disk is full", m_path, what),
+                     sqlite_hint(SQLITE_FULL)};
+    }
     return Error{ErrorKind::internal, fmt::format("job store {}: {}: {}", m_path, what, sqlite3_errmsg(m_db)),
                  sqlite_hint(rc)};
 }

@@ -21,7 +21,7 @@ namespace tandem::store {
 class Stmt;     // sqlite_stmt.hpp, private to the store
 class WriteTxn; // sqlite_stmt.hpp
 
-inline constexpr int k_schema_version = 3;
+inline constexpr int k_schema_version = 4;
 
 struct JobFilter {
     bool active_only = false;                // only non-terminal jobs
@@ -56,6 +56,7 @@ struct Move {
     std::string placement_json;
     std::string gpus;
     std::string reason; // shown while the new submit is under way
+    std::string submit_token; // the token of the next submit
 };
 
 // One connection. Not for sharing between threads without a lock: each thread or process opens its own,
@@ -71,8 +72,10 @@ public:
     // Inserts a new job and returns the id assigned here (job.id is ignored). Callers insert in PENDING with
     // no remote id yet, before submitting; every other field is stored as given. UNKNOWN is refused.
     Result<std::int64_t> insert(const JobRecord& job);
-    // Records the backend's id once the submit succeeded.
-    Status set_remote_id(std::int64_t id, const std::string& remote_id);
+    // Records the backend's id once the submit succeeded (or once `status` found the job a killed launch
+    // submitted). True while the job is still active; false when it ended meanwhile (cancelled while it was
+    // being submitted): the id is stored all the same, and the caller cancels the remote job.
+    Result<bool> set_remote_id(std::int64_t id, const std::string& remote_id);
     // Replaces the stored placement (a job group keeps what it has done there: addresses published).
     Status set_placement_json(std::int64_t id, const std::string& placement_json);
     // Applies a refresh result and sets updated_at to `now`. An UNKNOWN result changes nothing: the row keeps

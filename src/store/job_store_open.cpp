@@ -3,10 +3,15 @@
 // once), and every step here is ordered for that.
 
 #include <array>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <functional>
 #include <thread>
+#include <unistd.h>
 
 #include <fmt/core.h>
+#include <sys/stat.h>
 
 #include "store/job_store.hpp"
 #include "store/sqlite_stmt.hpp"
@@ -67,6 +72,11 @@ constexpr std::array k_migrations{
         ALTER TABLE jobs ADD COLUMN member TEXT NOT NULL DEFAULT '';
         CREATE INDEX IF NOT EXISTS jobs_parent ON jobs(parent_id);
     )sql", "parent_id"},
+    // The token a launch hands its submit: finds the job again when the launch was killed before it stored
+    // the remote id.
+    Migration{4, R"sql(
+        ALTER TABLE jobs ADD COLUMN submit_token TEXT NOT NULL DEFAULT '';
+    )sql", "submit_token"},
 };
 static_assert(k_migrations.back().version == k_schema_version, "every schema version needs its migration");
 
@@ -80,6 +90,95 @@ tl::unexpected<Error> newer_schema(const std::string& path, int version) {
                 "upgrade tandem; the file was left untouched");
 }
 
+// The hint for a file tandem refuses before writing anything to it.
+constexpr const char* k_left_untouched =
+    "the file was left untouched; move it aside, or set TANDEM_HOME to another folder";
+
+// A line of text from the file itself (a table's name), kept on one line and short.
+std::string quoted_names(std::string names) {
+    for (char& c : names) {
+        if (static_cast<unsigned char>(c) < 0x20) {
+            c = ' ';
+        }
+    }
+    return names.size() > 120 ? names.substr(0, 117) + "..." : names;
+}
+
+// A database without tandem's schema_version is taken for a new (or older, unversioned) store only when
+// every table in it is one tandem makes, with tandem's layout: another program's database must not get
+// tandem's tables (or a column) added to it, nor its journal mode switched.
+Status refuse_foreign(sqlite3* db, const std::string& path) {
+    sqlite3_stmt* raw = nullptr;
+    const char* others = "SELECT count(*), group_concat(name, ', ') FROM (SELECT name FROM sqlite_master "
+                         "WHERE type IN ('table', 'view') AND name NOT IN ('jobs', 'job_attempts', "
+                         "'schema_version', 'sqlite_sequence') ORDER BY name)";
+    if (sqlite3_prepare_v2(db, others, -1, &raw, nullptr) != SQLITE_OK) {
+        sqlite3_finalize(raw);
+        return fail(ErrorKind::internal,
+                    fmt::format("job store {}: reading its tables: {}", path, sqlite3_errmsg(db)),
+                    sqlite_hint(sqlite3_errcode(db)));
+    }
+    Stmt tables(raw);
+    if (tables.step() == SQLITE_ROW && tables.int64_at(0) > 0) {
+        return fail(
+            ErrorKind::config,
+            fmt::format("job store {} is not a tandem job store: it holds {} table(s) tandem does not "
+                        "know ({})",
+                        path, tables.int64_at(0), quoted_names(tables.text_at(1))),
+            k_left_untouched);
+    }
+    // A jobs table must have (at least) the columns of tandem's first schema.
+    const char* layout =
+        "SELECT (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'jobs'), "
+        "(SELECT count(*) FROM pragma_table_info('jobs') WHERE name IN ('id', 'name', "
+        "'cluster', 'backend', 'remote_id', 'state', 'submitted_at', 'updated_at', "
+        "'spec_json', 'placement_json'))";
+    if (sqlite3_prepare_v2(db, layout, -1, &raw, nullptr) != SQLITE_OK) {
+        sqlite3_finalize(raw);
+        return fail(ErrorKind::internal,
+                    fmt::format("job store {}: reading its tables: {}", path, sqlite3_errmsg(db)),
+                    sqlite_hint(sqlite3_errcode(db)));
+    }
+    Stmt jobs(raw);
+    if (jobs.step() == SQLITE_ROW && jobs.int64_at(0) == 1 && jobs.int64_at(1) != 10) {
+        return fail(
+            ErrorKind::config,
+            fmt::format("job store {} is not a tandem job store: its jobs table has another layout", path),
+            k_left_untouched);
+    }
+    return {};
+}
+
+// A new store is made whole under a temporary name and then linked into place, so `path` never exists
+// half-made: a tandem opening it at the same moment finds no file or the whole schema, and an empty
+// jobs.db can only be damage (a truncated store), which open() refuses. `make` owns `db` and fills it.
+// A filesystem without hard links gets the old way: SQLite creates `path` and the schema is added there.
+Status create_whole(const std::string& path, const std::function<Status(sqlite3*)>& make) {
+    static std::atomic<unsigned> s_counter{0};
+    const std::string temp = fmt::format("{}.new-{}-{}", path, ::getpid(), s_counter++);
+    ::unlink(temp.c_str()); // left by a killed process that had our pid
+    sqlite3* db = nullptr;
+    int rc = sqlite3_open_v2(temp.c_str(), &db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+    if (rc != SQLITE_OK) {
+        std::string message = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+        sqlite3_close_v2(db);
+        ::unlink(temp.c_str());
+        return fail(ErrorKind::internal, fmt::format("cannot open job store {}: {}", path, message),
+                    sqlite_hint(rc));
+    }
+    auto made = make(db);
+    if (made && ::link(temp.c_str(), path.c_str()) != 0 && errno != EEXIST) {
+        // No hard links on this filesystem: open() goes on to create `path` the old way. (EEXIST: another
+        // tandem linked its store first, which is as good as ours.)
+    }
+    // `make` has closed it; a failed one may leave its journal, WAL or -shm behind as well.
+    for (const char* suffix : {"", "-journal", "-wal", "-shm"}) {
+        ::unlink((temp + suffix).c_str());
+    }
+    return made;
+}
+
 } // namespace
 
 JobStore::JobStore(sqlite3* db, std::string path) : m_db(db), m_path(std::move(path)) {}
@@ -90,6 +189,33 @@ JobStore::~JobStore() {
 }
 
 Result<std::unique_ptr<JobStore>> JobStore::open(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) {
+        if (S_ISREG(st.st_mode) && st.st_size == 0) {
+            return fail(
+                ErrorKind::internal,
+                fmt::format("job store {} is empty (0 bytes): it was truncated, or is not a job store", path),
+                "move it aside and tandem will start a new one; the file was left untouched");
+        }
+    } else if (errno == ENOENT) {
+        auto made = create_whole(path, [&path](sqlite3* fresh) -> Status {
+            JobStore store(fresh, path); // closes it, which removes its WAL after the switch below
+            if (auto ok = store.exec("PRAGMA busy_timeout=10000", "setting busy timeout"); !ok) {
+                return ok;
+            }
+            if (auto ok = store.migrate(); !ok) {
+                return ok;
+            }
+            return store.exec("PRAGMA journal_mode=WAL", "switching to WAL mode");
+        });
+        if (!made) {
+            Error error = std::move(made.error());
+            if (error.kind == ErrorKind::internal && error.message.rfind("cannot open ", 0) != 0) {
+                error.message = "cannot open " + error.message;
+            }
+            return tl::unexpected(std::move(error));
+        }
+    }
     sqlite3* db = nullptr;
     // NOMUTEX: a JobStore is used by one thread at a time (threads open their own), so SQLite's per-call
     // locking is pure overhead, and it was a tenth of the time of a large list().
@@ -110,7 +236,25 @@ Result<std::unique_ptr<JobStore>> JobStore::open(const std::string& path) {
     std::unique_ptr<JobStore> store(new JobStore(db, path));
     if (auto ok = store->configure(); !ok) {
         Error error = std::move(ok.error());
-        if (error.kind == ErrorKind::internal) {
+        const int failed = sqlite3_extended_errcode(db) & 0xff;
+        const bool read_only = sqlite3_db_readonly(db, "main") == 1;
+        if (read_only && (failed == SQLITE_CANTOPEN || failed == SQLITE_READONLY) &&
+            ::access((path + "-shm").c_str(), F_OK) != 0) {
+            // SQLite opened it read-only (a read-only mount, a file we may not write), and it cannot read a
+            // WAL database without the -shm file, which it may not create here.
+            error =
+                Error{ErrorKind::internal,
+                      fmt::format("cannot open job store {}: it is read-only here, and SQLite cannot read "
+                                  "it without creating {}-shm",
+                                  path, path),
+                      "make its folder writable (a read-only copy needs its -shm and -wal files beside it)"};
+        } else if (sqlite3_system_errno(db) == ENOSPC && failed != SQLITE_FULL) {
+            // Its -shm could not be made: SQLite says "disk I/O error" for what is a full disk.
+            error.message = fmt::format("cannot open {}: the disk is full", error.message);
+            error.hint = sqlite_hint(SQLITE_FULL);
+        } else if (read_only && error.kind == ErrorKind::internal) {
+            error.message = fmt::format("cannot open {} (it is read-only here)", error.message);
+        } else if (error.kind == ErrorKind::internal) {
             error.message = "cannot open " + error.message;
         }
         return tl::unexpected(std::move(error));
@@ -131,6 +275,11 @@ Status JobStore::configure() {
     }
     if (*version > k_schema_version) {
         return newer_schema(m_path, *version);
+    }
+    if (*version == 0) {
+        if (auto ok = refuse_foreign(m_db, m_path); !ok) {
+            return ok;
+        }
     }
     if (auto ok = set_wal_mode(); !ok) {
         return ok;

@@ -10,6 +10,8 @@
 
 #include <sqlite3.h>
 
+#include "core/fault_point.hpp"
+
 namespace tandem::store {
 
 class Stmt {
@@ -90,6 +92,7 @@ public:
         return rc;
     }
     int commit() {
+        fault_point("store.write"); // fault-injection tests: killed with the transaction open
         int rc = sqlite3_exec(m_db, "COMMIT", nullptr, nullptr, nullptr);
         // A failed COMMIT may leave the transaction open (e.g. SQLITE_BUSY); the destructor then rolls back.
         m_open = rc != SQLITE_OK && sqlite3_get_autocommit(m_db) == 0;
@@ -111,7 +114,7 @@ inline std::string sqlite_hint(int rc) {
     case SQLITE_CORRUPT:
         return "the file is damaged; move it aside and tandem will start a new one";
     case SQLITE_FULL:
-        return "the disk is full";
+        return "the disk is full: free some space on it and try again";
     case SQLITE_READONLY:
     case SQLITE_PERM:
     case SQLITE_CANTOPEN:

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 extern char** environ;
@@ -230,6 +231,7 @@ RunResult Child::wait() {
     const auto deadline = m_start + m_timeout;
     std::size_t written = 0;
     int status = 0;
+    struct rusage usage {};
     bool reaped = false;
     std::optional<std::chrono::steady_clock::time_point> reaped_at;
     while (m_out >= 0 || m_err >= 0 || !reaped) {
@@ -239,7 +241,7 @@ RunResult Child::wait() {
             break;
         }
         if (!reaped) {
-            pid_t w = waitpid(m_pid, &status, WNOHANG);
+            pid_t w = wait4(m_pid, &status, WNOHANG, &usage);
             if (w == m_pid) {
                 reaped = true;
                 reaped_at = now;
@@ -297,7 +299,7 @@ RunResult Child::wait() {
     if (!reaped) {
         ::kill(-m_pid, SIGKILL);
         ::kill(m_pid, SIGKILL);
-        waitpid(m_pid, &status, 0);
+        wait4(m_pid, &status, 0, &usage);
         if (m_out >= 0) {
             drain(m_out, r.out);
         }
@@ -320,6 +322,7 @@ RunResult Child::wait() {
     if (r.timed_out) {
         r.exit_code = -1;
     }
+    r.max_rss_kb = usage.ru_maxrss;
     return r;
 }
 

@@ -24,6 +24,7 @@ struct RunResult {
     std::string out;
     std::string err;
     std::chrono::milliseconds elapsed{0};
+    long max_rss_kb = 0; // the child's peak resident set (wait4's ru_maxrss), 0 when not reaped
 
     bool exited() const { return signal == 0 && !timed_out; }
     // Lines of `err` that start with `prefix`.

@@ -12,8 +12,10 @@
 
 #include "backends/inventory_cache.hpp"
 #include "backends/k8s/job_state.hpp"
+#include "backends/k8s/json_fields.hpp"
 #include "backends/k8s/labels.hpp"
 #include "backends/k8s/node_inventory.hpp"
+#include "core/fault_point.hpp"
 #include "core/job_group.hpp"
 
 namespace tandem::k8s {
@@ -87,7 +89,8 @@ K8sBackend::K8sBackend(std::string cluster, K8sSettings settings, KubeContext co
     : m_cluster(std::move(cluster)), m_settings(std::move(settings)),
       m_api(m_cluster, std::move(context), std::move(http), m_settings.timeout),
       m_version_file(state_dir + "/cache/k8s-version-" + safe_file_part(m_cluster) + ".json"),
-      m_inventory_file(state_dir + "/cache/k8s-inventory-" + safe_file_part(m_cluster) + ".json") {
+      m_inventory_file(state_dir + "/cache/k8s-inventory-" + safe_file_part(m_cluster) + ".json"),
+      m_cancelled_dir(state_dir + "/cache/k8s-cancelled-" + safe_file_part(m_cluster)) {
     if (m_settings.namespace_name.empty()) {
         m_settings.namespace_name =
             m_api.context().namespace_name.empty() ? "default" : m_api.context().namespace_name;
@@ -174,7 +177,8 @@ std::string K8sBackend::namespace_for(const TaskSpec& spec) const {
     return spec.kubernetes.namespace_name ? *spec.kubernetes.namespace_name : m_settings.namespace_name;
 }
 
-Result<JobPlan> K8sBackend::job_plan(const TaskSpec& spec, const Placement& placement, std::int64_t job_id) {
+Result<JobPlan> K8sBackend::job_plan(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
+                                     const std::string& token) {
     auto f = features();
     if (!f) {
         return tl::unexpected(f.error());
@@ -197,7 +201,7 @@ Result<JobPlan> K8sBackend::job_plan(const TaskSpec& spec, const Placement& plac
     const auto& resources = options.at(static_cast<std::size_t>(placement.option_index)).resources;
     JobPlan plan;
     plan.tandem_id = job_id;
-    plan.submit_token = random_token();
+    plan.submit_token = token.empty() ? random_token() : token;
     plan.base_name = job_base_name(spec.name, job_id, plan.submit_token);
     plan.namespace_name = namespace_for(spec);
     plan.image = resources.image_id ? *resources.image_id : m_settings.image;
@@ -246,10 +250,34 @@ Result<std::string> K8sBackend::render(const TaskSpec& spec, const Placement& pl
     return to_yaml(*manifests);
 }
 
+namespace {
+
+// The apiserver turned this Job down on its merits: validation or an admission controller (400/422), a
+// ResourceQuota ("exceeded quota", 403), or a webhook. Another cluster may well take it.
+bool declined(const Error& e) {
+    if (e.kind == ErrorKind::invalid_spec) {
+        return true;
+    }
+    return e.message.find("exceeded quota") != std::string::npos ||
+           e.message.find("admission webhook") != std::string::npos;
+}
+
+} // namespace
+
 // POST; a 409 AlreadyExists is fine when the object is ours (a retried create that had reached the server).
 Status K8sBackend::create(const std::string& path, const json& object, const std::string& token,
                           json* created) {
     auto answer = m_api.call("POST", path, object, {409});
+    if (!answer && answer.error().kind != ErrorKind::unauthorized && !declined(answer.error())) {
+        // The create may have happened although its answer was lost (cut, unreadable, too slow to come):
+        // the name is fixed, so look before calling it failed. A lookup that fails keeps the first error.
+        const auto name = object["metadata"]["name"].get<std::string>();
+        auto existing = m_api.call("GET", path + "/" + name, {}, {404});
+        if (existing && existing->status / 100 == 2 &&
+            fields::str_at(existing->body, "metadata", "labels", k_token_label) == token) {
+            answer = existing;
+        }
+    }
     if (!answer) {
         return tl::unexpected(answer.error());
     }
@@ -274,16 +302,6 @@ Status K8sBackend::create(const std::string& path, const json& object, const std
 
 namespace {
 
-// The apiserver turned this Job down on its merits: validation or an admission controller (400/422), a
-// ResourceQuota ("exceeded quota", 403), or a webhook. Another cluster may well take it.
-bool declined(const Error& e) {
-    if (e.kind == ErrorKind::invalid_spec) {
-        return true;
-    }
-    return e.message.find("exceeded quota") != std::string::npos ||
-           e.message.find("admission webhook") != std::string::npos;
-}
-
 // A Pod as the first Job would create it, for a server-side dry run: quotas and pod admission (limit
 // ranges, pod security, webhooks) judge pods, not Jobs, so a Job they refuse is accepted and then sits
 // with FailedCreate events forever. The dry run turns that into a refusal at submit time.
@@ -299,8 +317,8 @@ json dry_run_pod(const json& job) {
 } // namespace
 
 Result<std::string> K8sBackend::submit(const TaskSpec& spec, const Placement& placement,
-                                       std::int64_t job_id) {
-    auto plan = job_plan(spec, placement, job_id);
+                                       std::int64_t job_id, const std::string& token) {
+    auto plan = job_plan(spec, placement, job_id, token);
     if (!plan) {
         return tl::unexpected(plan.error());
     }
@@ -314,6 +332,11 @@ Result<std::string> K8sBackend::submit(const TaskSpec& spec, const Placement& pl
     if (!manifests->jobs.empty()) {
         auto dry = m_api.call("POST", core_path(ns, "pods") + "?dryRun=All",
                               dry_run_pod(manifests->jobs.front()), {}, true);
+        if (!dry && dry.error().kind == ErrorKind::timeout) {
+            // The server did not answer within its whole budget: creating the Job would wait as long
+            // again, past the cluster's deadline. Nothing was created, so the launch can say so.
+            return tl::unexpected(dry.error());
+        }
         if (!dry && declined(dry.error())) {
             Error e = dry.error();
             // The server's own words without the request line: "exceeded quota: gpus, requested: ...".
@@ -347,12 +370,13 @@ Result<std::string> K8sBackend::submit(const TaskSpec& spec, const Placement& pl
             }
             return tl::unexpected(ok.error());
         }
-        created_jobs.push_back(created["metadata"].value("name", ""));
+        created_jobs.push_back(fields::str_at(created, "metadata", "name"));
+        fault_point("k8s.first-job"); // fault-injection tests: the rest of the job is not created yet
         if (owner.is_null()) {
             owner = {{"apiVersion", "batch/v1"},
                      {"kind", "Job"},
-                     {"name", created["metadata"].value("name", "")},
-                     {"uid", created["metadata"].value("uid", "")}};
+                     {"name", fields::str_at(created, "metadata", "name")},
+                     {"uid", fields::str_at(created, "metadata", "uid")}};
         }
     }
     for (const auto& [object, collection] : {std::pair{&manifests->service, "services"},
@@ -370,6 +394,57 @@ Result<std::string> K8sBackend::submit(const TaskSpec& spec, const Placement& pl
         }
     }
     return ns + "/" + plan->base_name;
+}
+
+Result<std::optional<std::string>> K8sBackend::find_submitted(const JobRecord& job) {
+    if (job.submit_token.empty()) {
+        return std::nullopt;
+    }
+    const json spec = json::parse(job.spec_json, nullptr, false);
+    const std::string wanted_ns = fields::str_at(spec, "config", "kubernetes", "namespace");
+    const std::string ns = wanted_ns.empty() ? m_settings.namespace_name : wanted_ns;
+    const std::string selector =
+        "?labelSelector=" + query_escape(fmt::format("{}={}", k_token_label, job.submit_token));
+    std::array<std::size_t, 3> counts{}; // Jobs, Services, Secrets carrying the token
+    std::string base;
+    const std::array<std::string, 3> collections{jobs_path(ns), core_path(ns, "services"),
+                                                 core_path(ns, "secrets")};
+    for (std::size_t k = 0; k < collections.size(); ++k) {
+        auto listed = m_api.call("GET", collections[k] + selector);
+        if (!listed) {
+            return tl::unexpected(listed.error());
+        }
+        for (const auto& item : fields::items(listed->body)) {
+            ++counts[k];
+            if (base.empty()) {
+                base = fields::str_at(item, "metadata", "labels", k_job_label);
+            }
+        }
+        if (k == 0 && counts[0] == 0) {
+            return std::nullopt; // no Job: nothing of it was created (the Jobs come first)
+        }
+    }
+    auto f = features();
+    if (!f) {
+        return tl::unexpected(f.error());
+    }
+    const std::size_t jobs_wanted = job.num_nodes > 1 && !f->indexed_jobs() ? job.num_nodes : 1;
+    const json* secrets = fields::at(spec, "secrets");
+    const bool secret_wanted = secrets != nullptr && secrets->is_array() && !secrets->empty();
+    const bool complete = !base.empty() && counts[0] >= jobs_wanted && (job.num_nodes <= 1 || counts[1] > 0) &&
+                          (!secret_wanted || counts[2] > 0);
+    if (!complete) {
+        // A submit cut off half-way (some Jobs, no Service or Secret yet) cannot run as asked: take it back.
+        JobRecord partial = job;
+        partial.remote_id = ns + "/" + (base.empty() ? job.submit_token : base);
+        if (!base.empty()) {
+            if (auto gone = cancel(partial); !gone) {
+                return tl::unexpected(gone.error());
+            }
+        }
+        return std::nullopt;
+    }
+    return ns + "/" + base;
 }
 
 // Pods first: while every rank of every job has a live pod (the common case for a busy namespace), the
@@ -431,7 +506,13 @@ Result<std::vector<JobUpdate>> K8sBackend::refresh(const std::vector<JobRecord>&
         }
         view.expected_ranks = job.num_nodes;
         view.jobs_unread = !lists[ns].jobs_read;
-        updates.push_back(to_job_update(view));
+        JobUpdate u = to_job_update(view);
+        if (u.state == JobState::unknown && view.jobs.empty() && view.pods.empty() && lists[ns].jobs_read &&
+            std::filesystem::exists(m_cancelled_dir + "/" + safe_file_part(job.remote_id))) {
+            u = JobUpdate{JobState::cancelled, std::string(k_user_cancel_reason), std::nullopt, std::nullopt,
+                          now_seconds()};
+        }
+        updates.push_back(std::move(u));
     }
     return updates;
 }
@@ -492,6 +573,11 @@ Status K8sBackend::publish(const JobRecord& job, const std::string& channel, con
 // Services have no delete-collection before 1.23 anyway). A 404 means someone else got there first.
 Status K8sBackend::cancel(const JobRecord& job) {
     const auto [ns, base] = split_remote_id(job.remote_id, m_settings.namespace_name);
+    {
+        std::error_code ec;
+        std::filesystem::create_directories(m_cancelled_dir, ec);
+        std::ofstream(m_cancelled_dir + "/" + safe_file_part(job.remote_id)) << base << "\n";
+    }
     const std::string selector = "?labelSelector=" + query_escape(job_selector(base));
     // Background: the Job goes now and the garbage collector deletes its pods (batch/v1's default would
     // orphan them, and they would keep running).

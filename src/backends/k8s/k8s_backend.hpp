@@ -29,8 +29,9 @@ public:
     Result<ClusterInventory> inventory(std::chrono::seconds max_age = std::chrono::seconds(0)) override;
     Result<std::string> render(const TaskSpec& spec, const Placement& placement,
                                std::int64_t job_id) override;
-    Result<std::string> submit(const TaskSpec& spec, const Placement& placement,
-                               std::int64_t job_id) override;
+    Result<std::string> submit(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
+                               const std::string& token) override;
+    Result<std::optional<std::string>> find_submitted(const JobRecord& job) override;
     Result<std::vector<JobUpdate>> refresh(const std::vector<JobRecord>& jobs) override;
     Status cancel(const JobRecord& job) override;
     Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
@@ -41,7 +42,8 @@ public:
 
 private:
     Result<ServerFeatures> features();
-    Result<JobPlan> job_plan(const TaskSpec& spec, const Placement& placement, std::int64_t job_id);
+    Result<JobPlan> job_plan(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
+                             const std::string& token = {});
     Status create(const std::string& path, const nlohmann::json& object, const std::string& token,
                   nlohmann::json* created);
     std::string namespace_for(const TaskSpec& spec) const;
@@ -55,6 +57,9 @@ private:
     KubeApi m_api;
     std::string m_version_file;
     std::string m_inventory_file;
+    // A marker per Job this tandem deleted (cancel): a Job gone with its marker was cancelled, also when
+    // the cancel that deleted it was killed before it could record so.
+    std::string m_cancelled_dir;
     std::optional<ServerFeatures> m_features;
     std::optional<ClusterInventory> m_inventory;
 };

@@ -220,7 +220,8 @@ Result<std::string> LocalBackend::render(const TaskSpec& spec, const Placement& 
 }
 
 Result<std::string> LocalBackend::submit(const TaskSpec& spec, const Placement& placement,
-                                         std::int64_t job_id) {
+                                         std::int64_t job_id, const std::string& token) {
+    (void)token; // the job folder, named by tandem's id, is the local job's identity
     const fs::path dir = job_dir(job_id);
     std::error_code ec;
     fs::create_directories(dir, ec);
@@ -253,6 +254,13 @@ Result<std::string> LocalBackend::submit(const TaskSpec& spec, const Placement& 
         return tl::unexpected(ok.error());
     }
     return std::to_string(id->pid);
+}
+
+Result<std::optional<std::string>> LocalBackend::find_submitted(const JobRecord& job) {
+    if (auto id = process_of(job)) {
+        return std::to_string(id->pid);
+    }
+    return std::nullopt;
 }
 
 std::optional<ProcessId> LocalBackend::process_of(const JobRecord& job) const {

@@ -11,6 +11,7 @@
 
 #include "backends/slurm/hostlist.hpp"
 #include "backends/slurm/script_quoting.hpp"
+#include "backends/slurm/submit_plan.hpp"
 #include "core/quantity.hpp"
 
 namespace tandem::slurm::cli {
@@ -264,7 +265,7 @@ Result<std::vector<SlurmJob>> parse_squeue(std::string_view out) {
 std::optional<std::string> find_comment(std::string_view out, std::string_view token) {
     for (const auto line : lines_of(out)) {
         auto f = split_fields(line, 2, k_sep);
-        if (f && (*f)[1] == token && all_digits((*f)[0])) {
+        if (f && comment_has_token((*f)[1], token) && all_digits((*f)[0])) {
             return (*f)[0];
         }
     }

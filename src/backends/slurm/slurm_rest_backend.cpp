@@ -144,8 +144,16 @@ Result<nlohmann::json> SlurmRestBackend::call(const std::string& method, const s
         // Slurm 22.05 answers an expired or wrong JWT with HTTP 500 "Unspecified error" (error -1), not 401.
         const auto& errors = slurm::rest::at_path(json, {"errors"});
         for (const auto& item : errors.is_array() ? errors : nlohmann::json::array()) {
-            const bool minus_one = item.value("error_number", 0) == -1 || item.value("errno", 0) == -1;
-            if (minus_one && item.value("error", "") == "Unspecified error") {
+            if (!item.is_object()) {
+                continue;
+            }
+            // (Not rest::number: it reads -1 as Slurm's INFINITE.)
+            auto is_minus_one = [&item](const char* key) {
+                const auto it = item.find(key);
+                return it != item.end() && it->is_number_integer() && it->get<std::int64_t>() == -1;
+            };
+            const bool minus_one = is_minus_one("error_number") || is_minus_one("errno");
+            if (minus_one && slurm::rest::text(item, "error") == "Unspecified error") {
                 e.kind = ErrorKind::unauthorized;
                 e.message =
                     fmt::format("slurmrestd at {} refused the request for user {}: the token is expired "
@@ -279,7 +287,7 @@ Result<ClusterInventory> SlurmRestBackend::inventory(std::chrono::seconds max_ag
 }
 
 Result<SubmitPlan> SlurmRestBackend::submit_plan(const TaskSpec& spec, const Placement& placement,
-                                                 std::int64_t job_id) {
+                                                 std::int64_t job_id, const std::string& token) {
     if (!m_inventory) {
         if (auto inv = inventory(); !inv) {
             return tl::unexpected(inv.error());
@@ -295,7 +303,7 @@ Result<SubmitPlan> SlurmRestBackend::submit_plan(const TaskSpec& spec, const Pla
         return fail(ErrorKind::remote,
                     fmt::format("cluster {}: partition {} is gone", m_cluster, placement.pool));
     }
-    auto built = build_submit_plan(spec, placement, *pool, job_id);
+    auto built = build_submit_plan(spec, placement, *pool, job_id, token);
     if (!built) {
         return tl::unexpected(built.error());
     }
@@ -313,8 +321,9 @@ Result<SubmitPlan> SlurmRestBackend::submit_plan(const TaskSpec& spec, const Pla
 
 Result<SlurmRestBackend::Prepared> SlurmRestBackend::prepare_submit(const TaskSpec& spec,
                                                                     const Placement& placement,
-                                                                    std::int64_t job_id, bool mask_secrets) {
-    auto plan = submit_plan(spec, placement, job_id);
+                                                                    std::int64_t job_id, bool mask_secrets,
+                                                                    const std::string& token) {
+    auto plan = submit_plan(spec, placement, job_id, token);
     if (!plan) {
         return tl::unexpected(plan.error());
     }
@@ -365,21 +374,35 @@ Result<std::string> SlurmRestBackend::render(const TaskSpec& spec, const Placeme
                        m_settings.rest->url, to_string(m_api->version), prepared->script, payload.dump(2));
 }
 
-std::optional<std::string> SlurmRestBackend::find_by_token(const std::string& token) {
+Result<std::optional<std::string>> SlurmRestBackend::find_by_token(const std::string& token) {
     auto jobs = list_jobs();
     if (!jobs) {
-        return std::nullopt;
+        return tl::unexpected(jobs.error());
     }
     for (const auto& j : *jobs) {
-        if (j.comment == token) {
+        if (comment_has_token(j.comment, token)) {
             return j.job_id;
         }
     }
     return std::nullopt;
 }
 
+Result<std::optional<std::string>> SlurmRestBackend::find_submitted(const JobRecord& job) {
+    if (job.submit_token.empty()) {
+        return std::nullopt;
+    }
+    auto found = find_by_token("tandem-" + job.submit_token);
+    if (found && *found) {
+        SubmitPlan plan;
+        plan.submit_token = "tandem-" + job.submit_token;
+        plan.output_pattern = fmt::format("{}/{}-%j.out", m_settings.home, plan.submit_token);
+        remember_output(job.id, plan, **found);
+    }
+    return found;
+}
+
 Result<std::string> SlurmRestBackend::submit(const TaskSpec& given, const Placement& placement,
-                                             std::int64_t job_id) {
+                                             std::int64_t job_id, const std::string& token) {
     // With ssh: the workdir is copied to the cluster first and the job runs in the copy.
     auto uploaded = with_uploaded_workdir(m_files.get(), given, m_settings.home,
                                           m_settings.workdir_limit_bytes, m_cluster);
@@ -387,7 +410,7 @@ Result<std::string> SlurmRestBackend::submit(const TaskSpec& given, const Placem
         return tl::unexpected(uploaded.error());
     }
     const TaskSpec& spec = *uploaded;
-    auto prepared = prepare_submit(spec, placement, job_id, false);
+    auto prepared = prepare_submit(spec, placement, job_id, false, token);
     if (!prepared) {
         return tl::unexpected(prepared.error());
     }
@@ -397,23 +420,32 @@ Result<std::string> SlurmRestBackend::submit(const TaskSpec& given, const Placem
     const std::string body = payload.dump();
     const auto submit_path = path("slurm", "/job/submit");
     auto answer = call("POST", submit_path, body, false);
-    // A dropped connection may hide a submit that reached slurmctld. The job's comment carries a token
-    // only this submit knows: look for it before trying again, so a retry never makes a second job.
-    for (int attempt = 1; !answer && is_retryable(answer.error().kind) && attempt < 3; ++attempt) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(300 * attempt));
-        if (auto existing = find_by_token(plan.submit_token)) {
-            remember_output(job_id, plan, *existing);
-            return *existing;
+    // A dropped connection, a timeout or an answer tandem cannot read (cut, not JSON, too large) may hide
+    // a submit that reached slurmctld. The job's comment carries a token only this submit knows: look for
+    // it before trying again, so a retry never makes a second job. Only a lookup that answered "not
+    // there" allows another submit (one that failed too leaves it unknown), and only after a transient
+    // failure: a submit that timed out would take that time again, past the cluster's deadline, and an
+    // unreadable answer would come again.
+    auto answer_lost = [](const Error& e) {
+        return is_retryable(e.kind) || (e.kind == ErrorKind::remote && !e.refused);
+    };
+    for (int attempt = 1; !answer && answer_lost(answer.error()); ++attempt) {
+        const bool last = attempt >= 3 || !is_retryable(answer.error().kind) ||
+                          answer.error().kind == ErrorKind::timeout;
+        if (!last) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(300 * attempt));
+        }
+        auto existing = find_by_token(plan.submit_token);
+        if (existing && *existing) {
+            remember_output(job_id, plan, **existing);
+            return **existing;
+        }
+        if (!existing || last) {
+            break;
         }
         answer = call("POST", submit_path, body, false);
     }
     if (!answer) {
-        if (is_retryable(answer.error().kind)) {
-            if (auto existing = find_by_token(plan.submit_token)) {
-                remember_output(job_id, plan, *existing);
-                return *existing;
-            }
-        }
         return tl::unexpected(answer.error());
     }
     auto id = v38 ? v0038::parse_submit_response(*answer) : v0040::parse_submit_response(*answer);

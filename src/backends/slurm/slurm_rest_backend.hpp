@@ -30,8 +30,9 @@ public:
     Result<ClusterInventory> inventory(std::chrono::seconds max_age = std::chrono::seconds(0)) override;
     Result<std::string> render(const TaskSpec& spec, const Placement& placement,
                                std::int64_t job_id) override;
-    Result<std::string> submit(const TaskSpec& spec, const Placement& placement,
-                               std::int64_t job_id) override;
+    Result<std::string> submit(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
+                               const std::string& token) override;
+    Result<std::optional<std::string>> find_submitted(const JobRecord& job) override;
     Result<std::vector<JobUpdate>> refresh(const std::vector<JobRecord>& jobs) override;
     Status cancel(const JobRecord& job) override;
     Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
@@ -51,7 +52,8 @@ private:
     std::string path(const char* tree, const std::string& rest); // "/slurm/v0.0.38" + rest
     Result<nlohmann::json> call(const std::string& method, const std::string& path, const std::string& body,
                                 bool idempotent, bool jobs_only = false);
-    Result<SubmitPlan> submit_plan(const TaskSpec& spec, const Placement& placement, std::int64_t job_id);
+    Result<SubmitPlan> submit_plan(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
+                                   const std::string& token);
     struct Prepared {
         SubmitPlan plan;
         std::string script;
@@ -59,7 +61,7 @@ private:
     };
     // What submit sends and render shows, built once for both.
     Result<Prepared> prepare_submit(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
-                                    bool mask_secrets);
+                                    bool mask_secrets, const std::string& token = {});
     // slurm_rest_jobs.cpp: GET /jobs (skimmed), incremental with a snapshot, accounting for the rest.
     Result<std::vector<SlurmJob>> list_jobs();
     // The skimmed answer of GET /jobs, or nullopt for a 304 to `?update_time=since`.
@@ -74,7 +76,8 @@ private:
     void store_snapshot(std::int64_t sent_at, const nlohmann::json& answer,
                         const std::vector<std::string>& ids);
     Result<std::optional<SlurmJob>> accounting_job(const std::string& slurm_id);
-    std::optional<std::string> find_by_token(const std::string& token);
+    // The job in slurmctld whose comment carries `token` ("tandem-<token>"); nullopt when none.
+    Result<std::optional<std::string>> find_by_token(const std::string& token);
     void remember_output(std::int64_t job_id, const SubmitPlan& plan, const std::string& slurm_id) const;
 
     std::string m_cluster;

@@ -13,6 +13,7 @@
 #include "backends/inventory_cache.hpp"
 #include "backends/slurm/remote_log.hpp"
 #include "backends/slurm/sbatch_script.hpp"
+#include "backends/slurm/script_quoting.hpp"
 #include "backends/slurm/slurm_cli.hpp"
 #include "backends/slurm/slurm_inventory.hpp"
 #include "backends/slurm/submit_plan.hpp"
@@ -121,7 +122,8 @@ Result<ClusterInventory> SlurmSshBackend::inventory(std::chrono::seconds max_age
 
 Result<SlurmSshBackend::Prepared> SlurmSshBackend::prepare(const TaskSpec& spec, const Placement& placement,
                                                            std::int64_t job_id,
-                                                           const std::string& working_directory) {
+                                                           const std::string& working_directory,
+                                                           const std::string& token) {
     if (!m_inventory) {
         if (auto inv = inventory(std::chrono::seconds(30)); !inv) {
             return tl::unexpected(inv.error());
@@ -135,7 +137,7 @@ Result<SlurmSshBackend::Prepared> SlurmSshBackend::prepare(const TaskSpec& spec,
         return fail(ErrorKind::remote,
                     fmt::format("cluster {}: partition {} is gone", m_cluster, placement.pool));
     }
-    auto plan = build_submit_plan(spec, placement, *pool, job_id);
+    auto plan = build_submit_plan(spec, placement, *pool, job_id, token);
     if (!plan) {
         return tl::unexpected(plan.error());
     }
@@ -179,12 +181,59 @@ Result<std::string> SlurmSshBackend::render(const TaskSpec& spec, const Placemen
     return head + "# script on stdin:\n" + prepared->script;
 }
 
-std::optional<std::string> SlurmSshBackend::find_by_token(const std::string& token) {
+Result<std::optional<std::string>> SlurmSshBackend::find_by_token(const std::string& token) {
     auto r = run(cli::squeue_comments_command());
-    if (!r || r->exit_status != 0) {
+    if (!r) {
+        return tl::unexpected(r.error());
+    }
+    if (r->exit_status != 0) {
+        return fail(ErrorKind::remote, fmt::format("cluster {}: squeue exited {}: {}", m_cluster,
+                                                   r->exit_status, first_line(r->err)));
+    }
+    if (auto id = cli::find_comment(r->out, token)) {
+        return id;
+    }
+    // Gone from slurmctld (it ended over MinJobAge ago): its output file, <home>/<token>-<id>.out, names it.
+    if (token.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") != std::string::npos) {
+        return std::nullopt; // not one of tandem's tokens: no glob built from it
+    }
+    auto h = home();
+    if (!h) {
+        return tl::unexpected(h.error());
+    }
+    auto listed = run(fmt::format("ls -1 -- {}/{}-*.out 2>/dev/null || true", shell_quote(*h), token));
+    if (!listed) {
+        return tl::unexpected(listed.error());
+    }
+    const std::string prefix = fmt::format("{}/{}-", *h, token);
+    for (std::size_t at = 0; at < listed->out.size();) {
+        auto end = listed->out.find('\n', at);
+        end = end == std::string::npos ? listed->out.size() : end;
+        const std::string line = listed->out.substr(at, end - at);
+        at = end + 1;
+        if (line.size() > prefix.size() + 4 && line.compare(0, prefix.size(), prefix) == 0 &&
+            line.compare(line.size() - 4, 4, ".out") == 0) {
+            const std::string id = line.substr(prefix.size(), line.size() - prefix.size() - 4);
+            if (!id.empty() && id.find_first_not_of("0123456789") == std::string::npos) {
+                return id;
+            }
+        }
+    }
+    return std::nullopt;
+}
+
+Result<std::optional<std::string>> SlurmSshBackend::find_submitted(const JobRecord& job) {
+    if (job.submit_token.empty()) {
         return std::nullopt;
     }
-    return cli::find_comment(r->out, token);
+    const std::string token = "tandem-" + job.submit_token;
+    auto found = find_by_token(token);
+    if (found && *found) {
+        if (auto h = home()) {
+            remember_output(job.id, fmt::format("{}/{}-{}.out", *h, token, **found));
+        }
+    }
+    return found;
 }
 
 void SlurmSshBackend::remember_output(std::int64_t job_id, const std::string& path) const {
@@ -204,13 +253,13 @@ std::string SlurmSshBackend::output_path(const JobRecord& job) {
 }
 
 Result<std::string> SlurmSshBackend::submit(const TaskSpec& spec, const Placement& placement,
-                                            std::int64_t job_id) {
-    // The token names the uploaded workdir too, so it is drawn by prepare() after a first plan.
+                                            std::int64_t job_id, const std::string& token) {
+    // The token names the uploaded workdir too, so it is known to prepare() before the upload.
     auto h = home();
     if (!h) {
         return tl::unexpected(h.error());
     }
-    auto prepared = prepare(spec, placement, job_id, "");
+    auto prepared = prepare(spec, placement, job_id, "", token);
     if (!prepared) {
         return tl::unexpected(prepared.error());
     }
@@ -245,9 +294,9 @@ Result<std::string> SlurmSshBackend::submit(const TaskSpec& spec, const Placemen
         if (!m_host->reconnect()) {
             continue;
         }
-        if (auto existing = find_by_token(plan.submit_token)) {
-            remember_output(job_id, fmt::format("{}/{}-{}.out", *h, plan.submit_token, *existing));
-            return *existing;
+        if (auto existing = find_by_token(plan.submit_token); existing && *existing) {
+            remember_output(job_id, fmt::format("{}/{}-{}.out", *h, plan.submit_token, **existing));
+            return **existing;
         }
         answer = run(command, input);
     }

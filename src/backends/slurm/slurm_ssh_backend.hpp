@@ -31,8 +31,9 @@ public:
     Result<ClusterInventory> inventory(std::chrono::seconds max_age = std::chrono::seconds(0)) override;
     Result<std::string> render(const TaskSpec& spec, const Placement& placement,
                                std::int64_t job_id) override;
-    Result<std::string> submit(const TaskSpec& spec, const Placement& placement,
-                               std::int64_t job_id) override;
+    Result<std::string> submit(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
+                               const std::string& token) override;
+    Result<std::optional<std::string>> find_submitted(const JobRecord& job) override;
     Result<std::vector<JobUpdate>> refresh(const std::vector<JobRecord>& jobs) override;
     Status cancel(const JobRecord& job) override;
     Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
@@ -51,10 +52,12 @@ private:
         std::string script;
     };
     Result<Prepared> prepare(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
-                             const std::string& working_directory);
+                             const std::string& working_directory, const std::string& token = {});
     Result<std::vector<SlurmJob>> squeue(const std::vector<std::string>& ids);
     Result<std::vector<SlurmJob>> sacct(const std::vector<std::string>& ids);
-    std::optional<std::string> find_by_token(const std::string& token);
+    // The job whose comment carries `token` ("tandem-<token>"): in squeue, else (it ended and left
+    // slurmctld) by its output file; nullopt when none.
+    Result<std::optional<std::string>> find_by_token(const std::string& token);
     std::string output_path(const JobRecord& job);
     void remember_output(std::int64_t job_id, const std::string& path) const;
 

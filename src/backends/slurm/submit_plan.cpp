@@ -28,7 +28,7 @@ std::string applied_time_limit(const Pool& pool) {
 }
 
 Result<SubmitPlan> build_submit_plan(const TaskSpec& spec, const Placement& placement, const Pool& pool,
-                                     std::int64_t job_id) {
+                                     std::int64_t job_id, const std::string& token) {
     const auto options = spec.options();
     const auto index = static_cast<std::size_t>(placement.option_index);
     if (index >= options.size()) {
@@ -38,7 +38,7 @@ Result<SubmitPlan> build_submit_plan(const TaskSpec& spec, const Placement& plac
     const auto& resources = options[index].resources;
     SubmitPlan plan;
     plan.tandem_id = job_id;
-    plan.submit_token = random_submit_token();
+    plan.submit_token = token.empty() ? random_submit_token() : "tandem-" + token;
     plan.job_name = spec.name;
     plan.partition = placement.pool;
     plan.nodes = spec.num_nodes;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "backends/slurm/slurm_model.hpp"
 #include "core/error.hpp"
@@ -16,11 +17,18 @@ namespace tandem::slurm {
 // "tandem-<16 hex digits>", from the system's random device: written to the job's comment.
 std::string random_submit_token();
 
+// A job's comment holds its submit token alone, or followed by a group's address book (";tandem-hosts=...").
+inline bool comment_has_token(std::string_view comment, std::string_view token) {
+    return !token.empty() && comment.substr(0, token.size()) == token &&
+           (comment.size() == token.size() || comment[token.size()] == ';');
+}
+
 // The time limit is config.slurm.time when the task sets one; otherwise none is asked and Slurm applies
 // the partition's own (DefaultTime, else MaxTime), as for a plain sbatch. environment = envs, then secrets
 // (the script leaves secrets out; the transport passes them).
+// `token`: the launch's submit token (JobRecord::submit_token), written as "tandem-<token>"; empty draws one.
 Result<SubmitPlan> build_submit_plan(const TaskSpec& spec, const Placement& placement, const Pool& pool,
-                                     std::int64_t job_id);
+                                     std::int64_t job_id, const std::string& token = {});
 
 // The limit Slurm applies to a job that asks for none on `pool`, in words ("the partition's DefaultTime,
 // 1:00:00"), for `plan`.

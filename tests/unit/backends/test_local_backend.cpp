@@ -41,7 +41,7 @@ TaskSpec task(std::string run, std::string setup = {}) {
 }
 
 JobRecord submitted(local::LocalBackend& backend, const TaskSpec& spec, std::int64_t id) {
-    auto remote = backend.submit(spec, Placement{}, id);
+    auto remote = backend.submit(spec, Placement{}, id, "abcde12345");
     INFO((remote ? std::string() : remote.error().message));
     REQUIRE(remote);
     JobRecord job;

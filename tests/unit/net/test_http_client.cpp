@@ -343,3 +343,88 @@ TEST_CASE("a long error body is cut to one short line") {
     CHECK(e.message.size() < 320);
     CHECK_THAT(e.message, Catch::EndsWith("..."));
 }
+
+TEST_CASE("an answer over max_body_bytes is refused, announced or not, and not retried") {
+    // plain http:// through tandem's own exchange, then through libcurl
+    const HttpTransport transport = GENERATE(HttpTransport::automatic, HttpTransport::libcurl);
+    CAPTURE(transport);
+    TestServer server;
+    Sleeps sleeps;
+    CurlHttpClient client({}, sleeps.policy(), transport);
+    auto req = get(server.url("/jobs"));
+    req.max_body_bytes = 1000;
+
+    SECTION("announced by Content-Length") {
+        server.then(reply(200, std::string(5000, 'x')));
+        const auto res = client.request(req);
+        const Error& e = error_of(res);
+        CHECK(e.kind == ErrorKind::remote);
+        const std::string said = " answered GET /jobs with a body of 5000 bytes, over the 1000 bytes "
+                                 "tandem reads";
+        CHECK(e.message == server.host_port() + said);
+    }
+    SECTION("read until the server closes") {
+        server.then([](Connection& conn, const RecordedRequest&) {
+            conn.send("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + std::string(5000, 'x'));
+            conn.close_after_response();
+        });
+        const auto res = client.request(req);
+        const Error& e = error_of(res);
+        CHECK(e.kind == ErrorKind::remote);
+        CHECK_THAT(e.message, Catch::Contains("with a body over the 1000 bytes tandem reads"));
+    }
+    SECTION("at the limit it is delivered") {
+        server.then(reply(200, std::string(1000, 'x')));
+        const auto res = client.request(req);
+        REQUIRE(res);
+        CHECK(res->body.size() == 1000);
+    }
+    CHECK(server.requests().size() == 1);
+    CHECK(sleeps.calls.empty());
+}
+
+TEST_CASE("an error answer is read only as far as its message needs") {
+    // plain http:// through tandem's own exchange, then through libcurl
+    const HttpTransport transport = GENERATE(HttpTransport::automatic, HttpTransport::libcurl);
+    CAPTURE(transport);
+    TestServer server;
+    // Claims 100 MB, sends 200 KB of it, then holds the connection: the status is known long before.
+    server.then([](Connection& conn, const RecordedRequest&) {
+        conn.send("HTTP/1.1 400 Bad Request\r\nContent-Length: 100000000\r\n\r\nno such partition " +
+                  std::string(200 * 1024, 'x'));
+        conn.wait_for_close();
+    });
+    CurlHttpClient client({}, {}, transport);
+    auto req = get(server.url("/job/submit"), false);
+    req.method = "POST";
+    req.body = "{}";
+    req.timeout = 5s;
+    const auto start = std::chrono::steady_clock::now();
+    const auto res = client.request(req);
+        const Error& e = error_of(res);
+    CHECK(std::chrono::steady_clock::now() - start < 2s);
+    CHECK(e.kind == ErrorKind::remote);
+    CHECK_THAT(e.message, Catch::Contains("HTTP 400") && Catch::Contains("no such partition"));
+}
+
+TEST_CASE("the attempts of a request that is never answered end within twice its timeout") {
+    // plain http:// through tandem's own exchange, then through libcurl
+    const HttpTransport transport = GENERATE(HttpTransport::automatic, HttpTransport::libcurl);
+    CAPTURE(transport);
+    TestServer server;
+    for (int i = 0; i < 3; ++i) {
+        server.then(never_answer());
+    }
+    CurlHttpClient client({}, {}, transport); // real sleeps between attempts
+    auto req = get(server.url("/jobs"));
+    req.timeout = 400ms;
+    const auto start = std::chrono::steady_clock::now();
+    const auto res = client.request(req);
+        const Error& e = error_of(res);
+    const auto took = std::chrono::steady_clock::now() - start;
+    CHECK(e.kind == ErrorKind::timeout);
+    CHECK_THAT(e.message, Catch::Contains("(after 2 attempts)"));
+    CHECK(server.requests().size() == 2); // a third attempt would not fit in the budget
+    CHECK(took >= 700ms);
+    CHECK(took < 1400ms); // a third attempt would take it past 1.6 s
+}

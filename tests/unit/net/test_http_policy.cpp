@@ -150,3 +150,32 @@ TEST_CASE("no compressed answer is asked of a server on this machine") {
         CHECK_FALSE(loopback_url(url));
     }
 }
+
+TEST_CASE("next_attempt_timeout keeps every attempt of a request within twice its timeout") {
+    using ms = std::chrono::milliseconds;
+    CHECK(next_attempt_timeout(2000ms, 0ms) == std::optional(ms(2000)));
+    CHECK(next_attempt_timeout(2000ms, 1500ms) == std::optional(ms(2000))); // 2500 left: a whole attempt
+    CHECK(next_attempt_timeout(2000ms, 2150ms) == std::optional(ms(1850))); // after a first timeout
+    CHECK(next_attempt_timeout(2000ms, 3500ms) == std::optional(ms(500)));  // a quarter: still worth it
+    CHECK_FALSE(next_attempt_timeout(2000ms, 3600ms));                      // under a quarter left
+    CHECK_FALSE(next_attempt_timeout(2000ms, 100'000ms));                   // a long Retry-After
+    CHECK(next_attempt_timeout(0ms, 100'000ms) == std::optional(ms(0)));    // a stream: no budget
+}
+
+TEST_CASE("a body over max_body_bytes is a one-line remote error naming the limit") {
+    HttpRequest req;
+    req.url = "http://slurm.example:6820/slurm/v0.0.38/jobs?update_time=1";
+    req.max_body_bytes = 1000;
+    CHECK_FALSE(body_over_limit(req, 1000));
+    CHECK(body_over_limit(req, 1001));
+    CHECK(body_over_limit(req, 0, 5000));
+    CHECK_FALSE(body_over_limit(req, 0, 1000));
+    const AttemptFailure announced = body_too_large(req, 5000);
+    CHECK(announced.error.kind == ErrorKind::remote);
+    CHECK_FALSE(is_retryable(announced.error.kind));
+    CHECK(announced.error.message == "slurm.example:6820 answered GET /slurm/v0.0.38/jobs with a body of "
+                                     "5000 bytes, over the 1000 bytes tandem reads");
+    req.max_body_bytes = k_default_max_body;
+    CHECK(body_too_large(req, std::nullopt).error.message ==
+          "slurm.example:6820 answered GET /slurm/v0.0.38/jobs with a body over the 128 MiB tandem reads");
+}

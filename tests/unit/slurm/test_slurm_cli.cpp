@@ -233,6 +233,9 @@ TEST_CASE("versions and comment lookups") {
     CHECK(cli::find_comment(comments, "tandem-fixture-fail") == "10");
     CHECK_FALSE(cli::find_comment(comments, "tandem-fixture"));
     CHECK_FALSE(cli::find_comment(comments, "(null)") == std::optional<std::string>("x"));
+    // A group member's comment carries the address book after the token.
+    CHECK(cli::find_comment("7\x1ftandem-abc;tandem-hosts=aGk=\n", "tandem-abc") == "7");
+    CHECK_FALSE(cli::find_comment("7\x1ftandem-abcd;tandem-hosts=aGk=\n", "tandem-abc"));
 }
 
 TEST_CASE("command lines: every word single-quoted, fields joined by the unit separator") {

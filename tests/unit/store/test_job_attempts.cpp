@@ -23,7 +23,7 @@ Attempt left(const std::string& cluster, const std::string& remote_id, const std
 }
 
 Move to_k8s() {
-    return Move{"k8s/kind", "k8s", R"({"cluster":"k8s/kind"})", "A100:1", "moving from slurm/gpu"};
+    return Move{"k8s/kind", "k8s", R"({"cluster":"k8s/kind"})", "A100:1", "moving from slurm/gpu", "tok0000002"};
 }
 
 } // namespace
@@ -62,7 +62,7 @@ TEST_CASE("move_job points the job at the next placement and records the one it 
     SECTION("a second move is attempt 2") {
         REQUIRE(store->set_remote_id(*id, "ns/train-1"));
         auto again = store->move_job(*id, "ns/train-1", left("k8s/kind", "ns/train-1", "refused: quota"),
-                                     Move{"local", "local", "{}", "", "moving from k8s/kind"}, 400);
+                                     Move{"local", "local", "{}", "", "moving from k8s/kind", "tok0000003"}, 400);
         REQUIRE(again);
         CHECK(*again);
         auto h = store->attempts(*id);

@@ -380,7 +380,7 @@ TEST_CASE("a store written by a newer tandem is refused and left untouched") {
     REQUIRE_FALSE(refused);
     CHECK(refused.error().kind == ErrorKind::config);
     CHECK(refused.error().message ==
-          "job store " + path + " has schema version 99, newer than this tandem understands (3)");
+          "job store " + path + " has schema version 99, newer than this tandem understands (" + std::to_string(k_schema_version) + ")");
     CHECK(refused.error().hint == "upgrade tandem; the file was left untouched");
 
     CHECK(read_bytes(path) == before);
@@ -470,11 +470,53 @@ TEST_CASE("a schema 2 store gains the group columns and keeps its rows") {
                            "ALTER TABLE jobs DROP COLUMN parent_id; UPDATE schema_version SET version = 2") ==
             SQLITE_OK);
     auto store = open_ok(path);
-    CHECK(raw_int(path, "SELECT version FROM schema_version") == 3);
+    CHECK(raw_int(path, "SELECT version FROM schema_version") == k_schema_version);
     auto jobs = store->list({});
     REQUIRE(jobs);
     REQUIRE(jobs->size() == 1);
     CHECK(jobs->front().name == "old");
     CHECK_FALSE(jobs->front().parent_id);
     CHECK(jobs->front().member.empty());
+}
+
+TEST_CASE("a schema 3 store gains the submit token column and keeps its rows") {
+    TempDir dir;
+    const auto path = dir.file("jobs.db");
+    {
+        auto store = open_ok(path);
+        insert_ok(*store, sample_job("old"));
+    }
+    REQUIRE(raw_exec(path, "ALTER TABLE jobs DROP COLUMN submit_token; UPDATE schema_version SET version = 3") ==
+            SQLITE_OK);
+    auto store = open_ok(path);
+    CHECK(raw_int(path, "SELECT version FROM schema_version") == 4);
+    auto jobs = store->list({});
+    REQUIRE(jobs);
+    REQUIRE(jobs->size() == 1);
+    CHECK(jobs->front().name == "old");
+    CHECK(jobs->front().submit_token.empty());
+}
+
+TEST_CASE("the submit token is stored, and set_remote_id says whether the job was still active") {
+    TempDir dir;
+    auto store = open_ok(dir.file("jobs.db"));
+    auto job = sample_job("tok");
+    job.submit_token = "abcde12345";
+    const auto id = insert_ok(*store, job);
+    auto got = store->get(id);
+    REQUIRE(got);
+    REQUIRE(*got);
+    CHECK((*got)->submit_token == "abcde12345");
+    auto active = store->set_remote_id(id, "41");
+    REQUIRE(active);
+    CHECK(*active);
+    REQUIRE(store->update(id, JobUpdate{JobState::cancelled, "cancelled by the user", std::nullopt, std::nullopt, 5}, 5));
+    // Cancelled while a submit was under way: the id is kept all the same (the caller cancels it remotely).
+    auto late = store->set_remote_id(id, "42");
+    REQUIRE(late);
+    CHECK_FALSE(*late);
+    CHECK((*store->get(id))->remote_id == "42");
+    auto missing = store->set_remote_id(9999, "1");
+    REQUIRE_FALSE(missing);
+    CHECK(missing.error().kind == ErrorKind::not_found);
 }

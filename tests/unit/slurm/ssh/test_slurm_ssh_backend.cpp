@@ -134,7 +134,7 @@ TEST_CASE("a submit whose answer was lost is found by its token, not sent twice"
         }
         return fail(ErrorKind::internal, "unexpected command " + c.command);
     };
-    auto id = f.backend->submit(task(), cpu(), 1);
+    auto id = f.backend->submit(task(), cpu(), 1, "abcde12345");
     INFO((id ? "" : id.error().message));
     REQUIRE(id);
     CHECK(*id == "77");
@@ -148,6 +148,7 @@ TEST_CASE("a submit whose answer was lost is found by its token, not sent twice"
     std::ifstream out(f.state + "/jobs/1/slurm-output");
     std::string path;
     std::getline(out, path);
+    CHECK(token == "tandem-abcde12345"); // the launch's token, as the job's comment
     CHECK(path == "/home/u/" + token + "-77.out");
 }
 
@@ -159,7 +160,7 @@ TEST_CASE("sbatch refusing the job is one line with sbatch's own words") {
         }
         return net::ExecResult{1, "", "sbatch: error: Batch job submission failed: Invalid account\nmore\n"};
     };
-    auto id = f.backend->submit(task(), cpu(), 1);
+    auto id = f.backend->submit(task(), cpu(), 1, "abcde12345");
     REQUIRE_FALSE(id);
     CHECK(id.error().message ==
           "cluster lab: sbatch refused the job: sbatch: error: Batch job submission failed: Invalid account");
