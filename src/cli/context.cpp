@@ -11,6 +11,7 @@
 
 #include "backends/k8s/k8s_factory.hpp"
 #include "backends/registry.hpp"
+#include "cli/failover.hpp"
 #include "cli/fanout.hpp"
 #include "cli/launch_lock.hpp"
 #include "cli/output.hpp"
@@ -248,10 +249,13 @@ std::optional<std::string> settle_abandoned_launch(Context& ctx, JobRecord& job)
     if (!backend) {
         return backend.error().message;
     }
+    // A launch that knew its submit failed in transit said so in the reason; otherwise it was interrupted.
+    const bool unsure = job.reason.rfind(k_submit_unsure_reason, 0) == 0;
     auto found = (*backend)->find_submitted(job);
     if (!found) {
-        return fmt::format("its launch was interrupted, and {} could not say whether it took the job: {}",
-                           job.cluster, found.error().message);
+        return fmt::format("{}, and {} could not say whether it took the job: {}",
+                           unsure ? "its submit failed in transit" : "its launch was interrupted", job.cluster,
+                           found.error().message);
     }
     const auto now = now_seconds();
     if (*found) {
@@ -260,12 +264,15 @@ std::optional<std::string> settle_abandoned_launch(Context& ctx, JobRecord& job)
             return active.error().message;
         }
         job.remote_id = **found;
-        note(fmt::format("tandem: job {}: its launch was interrupted after the submit; {} holds it as {}", job.id,
+        note(fmt::format("tandem: job {}: {}; {} holds it as {}", job.id,
+                         unsure ? "its submit's answer was lost" : "its launch was interrupted after the submit",
                          job.cluster, job.remote_id));
         return std::nullopt;
     }
+    const std::string failure = job.reason.substr(std::min(job.reason.size(), k_submit_unsure_reason.size() + 1));
     JobUpdate failed{JobState::failed,
-                     "launch interrupted before submitting",
+                     unsure ? fmt::format("submit failed: {} did not take the job ({})", job.cluster, failure)
+                            : std::string("launch interrupted before submitting"),
                      std::nullopt, std::nullopt, now};
     if (auto ok = (*store)->update(job.id, failed, now); !ok) {
         return ok.error().message;

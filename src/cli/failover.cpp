@@ -168,6 +168,22 @@ Status Failover::submit(std::optional<Result<std::string>> first) {
             }
             return fail(ErrorKind::remote, fmt::format("job {} was cancelled while being placed", m_job.id));
         }
+        if (!e.refused && is_retryable(e.kind)) {
+            // The connection failed or timed out around the submit: the cluster may have taken the job all
+            // the same. Guessing FAILED could leave it running unseen; the job stays PENDING, and `status`
+            // asks the cluster for its token (find_submitted) once it answers.
+            const auto now = now_seconds();
+            JobUpdate unsure{JobState::pending, fmt::format("{} {}", k_submit_unsure_reason, e.message),
+                             std::nullopt, std::nullopt, std::nullopt};
+            (void)(*store)->update(m_job.id, unsure, now);
+            release_launch_lock(m_ctx.paths().state_dir, m_job.submit_token);
+            Error out = e;
+            out.message = fmt::format("job {}: submit to {} failed: {}", m_job.id, placement.cluster, e.message);
+            out.hint = fmt::format("{} may have taken it before the connection failed; the next `tandem status` "
+                                   "asks it and records what it finds",
+                                   placement.cluster);
+            return tl::unexpected(out);
+        }
         // The last candidate failed (or the failure was not a refusal): the job ends here, saying why.
         const std::string why = m_refusals.size() > 1 ? "every candidate declined it" : e.message;
         JobUpdate failed{JobState::failed, "submit failed: " + why, std::nullopt, std::nullopt,

@@ -243,7 +243,8 @@ GroupStep pipeline_step(const GroupHeader& header, const std::vector<JobRecord>&
             step.group = settle(members, m.state, why, m.exit_code);
             return step;
         }
-        if (m.remote_id.empty() && m.state == JobState::pending) {
+        if (m.remote_id.empty() && m.state == JobState::pending &&
+            m.reason.rfind(k_submit_unsure_reason, 0) != 0) { // (an unsure submit waits for status)
             step.submit.push_back(i);
         }
         step.group = in_progress(members, stage + ": " + member_reason(m));

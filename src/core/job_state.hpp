@@ -18,6 +18,9 @@ bool is_terminal(JobState state);
 // The reason of a job the user cancelled. Failover moves a job CANCELLED for any other reason (a backend
 // cancelled it) but never one with this reason, so every writer of a user's cancel must use it.
 inline constexpr std::string_view k_user_cancel_reason = "cancelled by user";
+// The reason of a job whose submit may or may not have reached the cluster (a transport error or timeout
+// around it): nothing submits it again; `status` settles it by its submit token (Backend::find_submitted).
+inline constexpr std::string_view k_submit_unsure_reason = "submit outcome unknown:";
 
 // Exit codes a job's outcome maps to, shared by `launch --wait`, `logs -f` and `status --exit-code`.
 // A job that FAILED with its own exit code returns that code instead.

@@ -169,14 +169,48 @@ std::string FakeKube::pods_body() const {
         .dump();
 }
 
-std::string FakeKube::jobs_body() const {
+std::string FakeKube::jobs_body(const std::string& selector) const {
     std::lock_guard lock(m_mutex);
+    json items = json::array();
+    const auto eq = selector.find('=');
+    for (const auto& job : m_jobs) {
+        const json* labels = job.contains("metadata") ? &job["metadata"] : nullptr;
+        labels = labels != nullptr && labels->contains("labels") ? &(*labels)["labels"] : nullptr;
+        if (eq == std::string::npos ||
+            (labels != nullptr && labels->value(selector.substr(0, eq), "") == selector.substr(eq + 1))) {
+            items.push_back(job);
+        }
+    }
     return json{{"kind", "JobList"},
                 {"apiVersion", "batch/v1"},
                 {"metadata", {{"resourceVersion", "7"}}},
-                {"items", m_jobs}}
+                {"items", items}}
         .dump();
 }
+
+namespace {
+
+// labelSelector's value from a request target, %-decoded ("" when there is none).
+std::string label_selector(const std::string& target) {
+    const std::string key = "labelSelector=";
+    const auto at = target.find(key);
+    if (at == std::string::npos) {
+        return "";
+    }
+    const std::string raw = target.substr(at + key.size(), target.find('&', at) - at - key.size());
+    std::string out;
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+        if (raw[i] == '%' && i + 2 < raw.size()) {
+            out += static_cast<char>(std::stoi(raw.substr(i + 1, 2), nullptr, 16));
+            i += 2;
+        } else {
+            out += raw[i];
+        }
+    }
+    return out;
+}
+
+} // namespace
 
 void FakeKube::handle(FaultConnection& c, const FaultRequest& r) {
     const std::string p = r.path();
@@ -198,7 +232,7 @@ void FakeKube::handle(FaultConnection& c, const FaultRequest& r) {
         const json object = json::parse(r.body, nullptr, false);
         reply(c, 201, object.is_discarded() ? "{}" : object.dump());
     } else if (r.method == "GET" && p == jobs) {
-        reply(c, 200, jobs_body());
+        reply(c, 200, jobs_body(label_selector(r.target)));
     } else if (r.method == "GET" && p == core + "pods") {
         reply(c, 200, pods_body());
     } else if (r.method == "GET" && (p == core + "services" || p == core + "secrets")) {

@@ -47,7 +47,8 @@ public:
     std::optional<nlohmann::json> job_named(const std::string& name) const;
     std::size_t jobs() const;
     std::string pods_body() const; // one Running pod per Job
-    std::string jobs_body() const;
+    // The Jobs, or those whose label matches `selector` ("key=value", as labelSelector sends it).
+    std::string jobs_body(const std::string& selector = {}) const;
     void handle(FaultConnection& c, const FaultRequest& r);
 
 private:

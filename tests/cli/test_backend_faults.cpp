@@ -105,13 +105,23 @@ std::vector<std::chrono::milliseconds> gaps_between(const std::vector<FaultReque
     return out;
 }
 
-// A launch that failed left its job in the store, FAILED with the submit's error, and nothing else moved.
+// A launch that failed left its job in the store and nothing else moved: FAILED with the submit's error,
+// or, when the submit failed in transit (the cluster may have taken it), PENDING "submit outcome unknown"
+// until a `status` against the healed server asks for its token and finds nothing: then FAILED.
 void check_failed_launch_recorded(Rig& rig, const Store& before) {
     const Store after = rig.store();
     REQUIRE(after.size() == before.size() + 1);
     const auto& [id, row] = *after.rbegin();
     INFO("job " << id);
     CHECK(before.count(id) == 0);
+    if (row.first == "PENDING") {
+        CHECK(rig.job_json(id, false).value("reason", "").rfind("submit outcome unknown:", 0) == 0);
+        rig.heal();
+        const auto settled = rig.job_json(id, true);
+        CHECK(settled.value("state", "") == "FAILED");
+        CHECK(settled.value("reason", "").rfind("submit failed: " + rig.cluster + " did not take the job", 0) == 0);
+        return;
+    }
     CHECK(row.first == "FAILED");
     CHECK(rig.job_json(id, false).value("reason", "").rfind("submit failed", 0) == 0);
 }
@@ -345,7 +355,10 @@ void oversized_body(Backend backend) {
         CHECK(count_if(seen.requests, [&](const FaultRequest& r) { return rig.is_list(r); }) == 1);
         CHECK(seen.run.max_rss_kb > 0);
         // Announced: refused before reading it. Not announced: read up to the cap (128 MiB), no further.
-        CHECK(seen.run.max_rss_kb < (announced ? 64 : 192) * 1024);
+        // Without a length the reader keeps at most the 128 MiB cap, but its growing buffer may be copied
+        // once near the top (old and new both live): at most twice the cap plus the process, 272 MiB.
+        // Measured 147 to 277 MB peak depending on chunk sizes; 2.16 GB before the cap.
+        CHECK(seen.run.max_rss_kb < (announced ? 64 : 320) * 1024);
         CHECK(sent->load() < k_body);
     }
     check_status_table(rig);

@@ -176,6 +176,15 @@ TEST_CASE("a pipeline submits each stage when the one before succeeded") {
     CHECK(step.group.exit_code == 0);
 }
 
+TEST_CASE("a stage whose submit failed in transit is not submitted again: status settles it") {
+    const auto h = pipeline(2);
+    auto unsure = member("stage2", JobState::pending, {}, {}, false);
+    unsure.reason = std::string(k_submit_unsure_reason) + " no answer from lab to the submit";
+    auto step = next_step(h, {member("stage1", JobState::succeeded, 10, 0), unsure}, 0);
+    CHECK(step.submit.empty());
+    CHECK(step.group.state == JobState::running);
+}
+
 TEST_CASE("a failed stage ends the pipeline with its exit code and the rest never run") {
     const auto h = pipeline(3);
     std::vector<JobRecord> m{member("stage1", JobState::succeeded, 10, 0), member("stage2", JobState::failed, 20, 3),
