@@ -172,7 +172,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (skim && !expected && !dups.duplicate) {
             fuzz::broken("skim_status_list accepts only a List of objects", skim->dump());
         }
-        if (!skim && expected && !too_deep && !dups.duplicate) {
+        // nlohmann's lexer takes a NUL byte for the end of the input and ignores what follows; the skimmer
+        // reads every byte and refuses trailing ones, as a server's answer with bytes after its JSON is bad.
+        const bool nul_ends_full_parse = text.find('\0') != std::string_view::npos;
+        if (!skim && expected && !too_deep && !dups.duplicate && !nul_ends_full_parse) {
             fuzz::broken("skim_status_list refuses only what the full parse shows is wrong",
                          skim.error().message);
         }

@@ -1,7 +1,10 @@
 #include "net/ssh_connection.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <pwd.h>
+#include <random>
+#include <thread>
 #include <unistd.h>
 
 namespace tandem::net {
@@ -29,6 +32,38 @@ SshConnection::~SshConnection() {
 }
 
 Status SshHost::Impl::open() {
+    // sshd closes new connections during the handshake while more than MaxStartups (default 10:30:100)
+    // are unauthenticated: many tandem processes at once (CI fan-out) meet that. Such a close is tried
+    // again on a new connection, a few times with growing, jittered pauses, within connect_timeout.
+    const auto deadline = SshClock::now() + options.connect_timeout;
+    thread_local std::mt19937 rng{std::random_device{}()};
+    std::chrono::milliseconds pause{100};
+    for (int attempt = 1;; ++attempt) {
+        bool closed = false;
+        auto st = open_once(closed);
+        if (st || !closed) {
+            return st;
+        }
+        const auto jittered = pause / 2 + std::chrono::milliseconds(std::uniform_int_distribution<long>(
+                                              0, static_cast<long>(pause.count() / 2))(rng));
+        if (attempt == k_handshake_attempts || SshClock::now() + jittered >= deadline) {
+            Error e = st.error();
+            e.message += " (the server closed " + std::to_string(attempt) +
+                         (attempt == 1 ? std::string(" connection)") : std::string(" connections in a row)"));
+            if (e.hint.empty()) {
+                e.hint = "sshd closes new connections while more than its MaxStartups are unauthenticated: "
+                         "fewer at once, or a higher MaxStartups in sshd_config";
+            }
+            return tl::unexpected(std::move(e));
+        }
+        ssh_debug(options, st.error().message + "; trying a new connection in " +
+                               std::to_string(jittered.count()) + " ms");
+        std::this_thread::sleep_for(jittered);
+        pause = std::min(pause * 2, std::chrono::milliseconds(1600));
+    }
+}
+
+Status SshHost::Impl::open_once(bool& closed_in_handshake) {
     const SshEndpoint& first = route.jumps.empty() ? route.target : route.jumps.front();
     ssh_debug(options, "connecting to " + route.describe());
     auto fd = tcp_connect(first.host, first.port, options.connect_timeout, first.describe());
@@ -38,7 +73,8 @@ Status SshHost::Impl::open() {
     auto c = std::make_unique<SshConnection>();
     int next_fd = *fd;
     for (std::size_t i = 0; i < route.jumps.size(); ++i) {
-        auto s = SshSession::open(next_fd, route.jumps[i], route.default_identities, options);
+        auto s = SshSession::open(next_fd, route.jumps[i], route.default_identities, options,
+                                  &closed_in_handshake);
         if (!s) {
             return tl::unexpected(s.error());
         }
@@ -51,7 +87,7 @@ Status SshHost::Impl::open() {
         next_fd = (*t)->release_fd();
         c->tunnels.push_back(std::move(*t));
     }
-    auto s = SshSession::open(next_fd, route.target, route.default_identities, options);
+    auto s = SshSession::open(next_fd, route.target, route.default_identities, options, &closed_in_handshake);
     if (!s) {
         return tl::unexpected(s.error());
     }

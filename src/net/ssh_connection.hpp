@@ -38,6 +38,8 @@ struct SshHost::Impl {
     SshClock::time_point io_deadline() const { return SshClock::now() + options.io_timeout; }
 
     Status open();   // a new connection along the route
+    Status open_once(bool& closed_in_handshake);
+    static constexpr int k_handshake_attempts = 6;
     Status ensure(); // the current one, opening it on first use; fails fast after a loss
     void drop(const std::string& why);
     // The error for a failed libssh2 call on the target session; drops the connection when it is broken.

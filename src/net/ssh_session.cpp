@@ -96,7 +96,8 @@ bool SshSession::wait(SshClock::time_point deadline) const {
 
 Result<std::unique_ptr<SshSession>> SshSession::open(int fd, const SshEndpoint& endpoint,
                                                      const std::vector<std::string>& default_identities,
-                                                     const SshOptions& options) {
+                                                     const SshOptions& options,
+                                                     bool* closed_in_handshake) {
     std::string load_error;
     if (load_libssh2(&load_error) == nullptr) {
         ::close(fd);
@@ -111,7 +112,7 @@ Result<std::unique_ptr<SshSession>> SshSession::open(int fd, const SshEndpoint& 
                                    reinterpret_cast<void*>(&send_no_signal));
     libssh2().session_set_blocking(s->m_session, 0);
     const auto deadline = SshClock::now() + options.connect_timeout;
-    auto st = s->handshake(endpoint, options);
+    auto st = s->handshake(endpoint, options, closed_in_handshake);
     if (!st) {
         return tl::unexpected(st.error());
     }
@@ -126,7 +127,7 @@ Result<std::unique_ptr<SshSession>> SshSession::open(int fd, const SshEndpoint& 
     return s;
 }
 
-Status SshSession::handshake(const SshEndpoint& endpoint, const SshOptions& options) {
+Status SshSession::handshake(const SshEndpoint& endpoint, const SshOptions& options, bool* closed_by_peer) {
     prefer_known_host_keys(*this, endpoint, options);
     const auto deadline = SshClock::now() + options.connect_timeout;
     int rc = retry([&] { return libssh2().session_handshake(m_session, m_fd); }, deadline);
@@ -137,6 +138,9 @@ Status SshSession::handshake(const SshEndpoint& endpoint, const SshOptions& opti
                     "is an SSH server listening on that port?");
     }
     if (rc != 0) {
+        if (closed_by_peer) {
+            *closed_by_peer = ssh_closed_by_peer(rc);
+        }
         return fail(ErrorKind::unavailable,
                     "ssh to " + m_name + ": the SSH handshake failed: " + last_error());
     }

@@ -20,9 +20,12 @@ using SshClock = std::chrono::steady_clock;
 class SshSession {
 public:
     // Handshake, host key check and authentication over `fd` (a connected socket, now owned).
+    // `closed_in_handshake`, when given, is set when the server closed the connection during the
+    // handshake (sshd does that to connections over its MaxStartups): worth a new connection.
     static Result<std::unique_ptr<SshSession>> open(int fd, const SshEndpoint& endpoint,
                                                     const std::vector<std::string>& default_identities,
-                                                    const SshOptions& options);
+                                                    const SshOptions& options,
+                                                    bool* closed_in_handshake = nullptr);
     ~SshSession();
     SshSession(const SshSession&) = delete;
     SshSession& operator=(const SshSession&) = delete;
@@ -70,7 +73,7 @@ public:
 
 private:
     SshSession(int fd, std::string name);
-    Status handshake(const SshEndpoint& endpoint, const SshOptions& options);
+    Status handshake(const SshEndpoint& endpoint, const SshOptions& options, bool* closed_by_peer);
 
     int m_fd = -1;
     LIBSSH2_SESSION* m_session = nullptr;
@@ -94,6 +97,12 @@ void prefer_known_host_keys(SshSession& session, const SshEndpoint& endpoint, co
 Status check_host_key(SshSession& session, const SshEndpoint& endpoint, const SshOptions& options);
 
 // In ssh_auth.cpp: identity files, then ssh-agent, then the default keys; never prompts.
+// The server closed (or reset) the connection: what a libssh2 call answers then.
+inline bool ssh_closed_by_peer(int rc) {
+    return rc == LIBSSH2_ERROR_SOCKET_DISCONNECT || rc == LIBSSH2_ERROR_SOCKET_RECV ||
+           rc == LIBSSH2_ERROR_BANNER_RECV;
+}
+
 Status authenticate(SshSession& session, const SshEndpoint& endpoint,
                     const std::vector<std::string>& default_identities, const SshOptions& options,
                     SshClock::time_point deadline);

@@ -35,6 +35,11 @@ TcpRelay::TcpRelay(int upstream_port) : m_upstream_port(upstream_port) {
                 continue;
             }
             ++m_accepted;
+            if (m_close_next > 0) {
+                --m_close_next;
+                ::close(client);
+                continue;
+            }
             std::lock_guard<std::mutex> lock(m_mutex);
             m_workers.emplace_back([this, client] { serve(client); });
         }

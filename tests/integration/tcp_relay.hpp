@@ -22,6 +22,9 @@ public:
     int accepted() const { return m_accepted.load(); }
     void cut_all();                  // closes every current connection, both ways
     void freeze(bool frozen = true); // stops moving bytes on every connection, current and new
+    // Closes the next `n` connections as soon as they are accepted, before any byte (as sshd does to
+    // connections over its MaxStartups).
+    void close_next(int n) { m_close_next = n; }
 
 private:
     void serve(int client);
@@ -32,6 +35,7 @@ private:
     std::atomic<bool> m_stop{false};
     std::atomic<bool> m_frozen{false};
     std::atomic<int> m_accepted{0};
+    std::atomic<int> m_close_next{0};
     std::mutex m_mutex;
     std::vector<int> m_fds; // every open socket of every relayed connection
     std::thread m_acceptor;

@@ -134,6 +134,40 @@ TEST_CASE("ssh: a connection cut under us fails the next call fast, and reconnec
     CHECK(relay.accepted() == 2);
 }
 
+TEST_CASE("ssh: a server closing connections in the handshake (sshd's MaxStartups) is tried again, a "
+          "few times") {
+    EnvVar no_agent("SSH_AUTH_SOCK", nullptr);
+    Local local;
+    TcpRelay relay(testbed_ssh().port);
+    auto target = direct();
+    target.port = relay.port();
+    target.known_hosts =
+        local.file("kh", known_hosts_line_for("[127.0.0.1]:" + std::to_string(relay.port())));
+
+    // Three closed before the banner, the fourth goes through.
+    relay.close_next(3);
+    auto host = make(target, local.options);
+    CHECK(run_ok(*host, "echo through").out == "through\n");
+    CHECK(relay.accepted() == 4);
+    CHECK(host->handshakes() == 1);
+
+    // A server that closes every connection: a bounded number of tries, then one error that says so.
+    relay.close_next(1000);
+    const int before = relay.accepted();
+    auto start = std::chrono::steady_clock::now();
+    auto closing = make(target, local.options);
+    auto r = closing->exec("true");
+    REQUIRE_FALSE(r);
+    INFO(r.error().message);
+    CHECK(std::chrono::steady_clock::now() - start < local.options.connect_timeout + std::chrono::seconds(1));
+    CHECK(r.error().kind == ErrorKind::unavailable);
+    CHECK(contains(r.error().message, "the SSH handshake failed"));
+    CHECK(contains(r.error().message, "connections in a row"));
+    CHECK(contains(r.error().hint, "MaxStartups"));
+    CHECK(relay.accepted() - before == 6);
+    CHECK(r.error().message.find('\n') == std::string::npos);
+}
+
 TEST_CASE("ssh: a connection that goes silent times out instead of hanging") {
     EnvVar no_agent("SSH_AUTH_SOCK", nullptr);
     Local local;

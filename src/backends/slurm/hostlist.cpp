@@ -13,10 +13,11 @@ namespace tandem::slurm {
 namespace {
 
 tl::unexpected<Error> bad(std::string_view hostlist, std::string_view why) {
-    std::string shown(hostlist); // one line, also when slurmrestd's text holds a line break
+    // One line, also when slurmrestd's text holds a line break: `why` may quote a piece of the list too.
+    std::string message = fmt::format("slurm: cannot read host list '{}': {}", hostlist, why);
     std::replace_if(
-        shown.begin(), shown.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
-    return fail(ErrorKind::remote, fmt::format("slurm: cannot read host list '{}': {}", shown, why));
+        message.begin(), message.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+    return fail(ErrorKind::remote, std::move(message));
 }
 
 // Top-level names are separated by commas outside brackets.

@@ -36,6 +36,15 @@ TEST_CASE("malformed hostlists are errors, not guesses") {
     }
 }
 
+TEST_CASE("a hostlist error is one line, also when the piece it quotes holds a line break") {
+    for (const char* bad : {"gpu[1\n2]", "gpu[\r1-2]", "a\n[1-2", "gpu[2-\n1]"}) {
+        INFO(bad);
+        auto hosts = expand_hostlist(bad);
+        REQUIRE_FALSE(hosts);
+        CHECK(hosts.error().message.find_first_of("\r\n") == std::string::npos);
+    }
+}
+
 TEST_CASE("a hostlist that would expand past the cap is refused") {
     CHECK_FALSE(expand_hostlist("n[1-100000000]"));
     CHECK_FALSE(expand_hostlist("a[1-300]-b[1-300]", 65536));
