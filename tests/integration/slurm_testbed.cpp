@@ -1,5 +1,6 @@
 #include "slurm_testbed.hpp"
 
+#include <cstdlib>
 #include <sstream>
 #include <thread>
 
@@ -7,8 +8,50 @@
 
 namespace tandem_test {
 
+namespace {
+std::string pinned_api_line() {
+    const char* pinned = std::getenv("TANDEM_TEST_SLURM_API");
+    return pinned && *pinned ? std::string("      api_version: ") + pinned + "\n" : std::string();
+}
+} // namespace
+
+bool testbed_is_24() {
+    const char* which = std::getenv("TANDEM_TEST_SLURM");
+    return which && std::string(which) == "slurm24";
+}
+
+std::string slurm_release() {
+    return testbed_is_24() ? "24.11" : "22.05";
+}
+
 std::string testbed_script() {
-    return std::string(TANDEM_SOURCE_DIR) + "/scripts/testbed/slurm";
+    return std::string(TANDEM_SOURCE_DIR) + (testbed_is_24() ? "/scripts/testbed/slurm24" : "/scripts/testbed/slurm");
+}
+
+bool slurm_accounting() {
+    const auto& env = slurm_env();
+    const auto it = env.find("SLURM_ACCOUNTING");
+    return it != env.end() && it->second == "1";
+}
+
+std::string slurm_rest_api() {
+    const char* pinned = std::getenv("TANDEM_TEST_SLURM_API");
+    if (pinned && *pinned) {
+        return pinned;
+    }
+    return slurm_env().at("SLURM_REST_API");
+}
+
+RunResult slurm_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
+    std::vector<std::string> full;
+    if (testbed_is_24()) {
+        full = {testbed_script(), "run"};
+        full.insert(full.end(), argv.begin(), argv.end());
+    } else {
+        full = argv;
+        full[0] = "/usr/bin/" + full[0];
+    }
+    return run(full, RunOptions{{}, "", timeout, "", {}});
 }
 
 const std::map<std::string, std::string>& slurm_env() {
@@ -58,7 +101,11 @@ SlurmHome::SlurmHome(const std::string& token, const std::string& url) {
                       "      user: " +
                       env.at("SLURM_JWT_USER") +
                       "\n"
-                      "      token_env: SLURM_JWT\n"
+                      "      token_env: SLURM_JWT\n" +
+                      pinned_api_line() +
+                      // slurmrestd v0.0.40+ does not say which partition is the default: a user says it.
+                      (testbed_is_24() ? "    default_partition: " + env.at("SLURM_DEFAULT_PARTITION") + "\n"
+                                       : std::string()) +
                       "    home: " +
                       env.at("SLURM_USER_HOME") + "\n");
     options.env = home.base_env();

@@ -9,9 +9,23 @@
 
 namespace tandem_test {
 
-// KEY=VALUE lines of `scripts/testbed/slurm env`, read once.
+// The suites run against either real Slurm: TANDEM_TEST_SLURM=slurm24 picks scripts/testbed/slurm24
+// (Slurm 24.11), anything else scripts/testbed/slurm (22.05). TANDEM_TEST_SLURM_API pins the REST API
+// version the clusters of SlurmHome speak (rest.api_version); unset, tandem picks. CTest registers the
+// suites once per combination (tests/CMakeLists.txt).
+
+// KEY=VALUE lines of `scripts/testbed/<testbed> env`, read once.
 const std::map<std::string, std::string>& slurm_env();
-std::string testbed_script(); // path of scripts/testbed/slurm
+std::string testbed_script(); // path of scripts/testbed/slurm or slurm24
+bool testbed_is_24();
+std::string slurm_release(); // "22.05" or "24.11"
+// The testbed keeps accounting (slurmdbd: sacct, /slurmdb): 22.05 does, 24.11 has no slurmdbd.
+bool slurm_accounting();
+// The REST API version tandem speaks to the testbed: the pinned one, else the newest the testbed serves.
+std::string slurm_rest_api();
+// Runs a Slurm client command (squeue, scontrol, sacct, ...) as root against the testbed: the host's
+// own clients for 22.05, the chroot's for 24.11 (a 22.05 client cannot talk to a 24.11 slurmctld).
+RunResult slurm_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout = 30s);
 
 // A TempHome whose config has one slurm cluster `lab` (REST, token from $SLURM_JWT) and the environment
 // tandem needs to reach it.

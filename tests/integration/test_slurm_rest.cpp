@@ -22,7 +22,7 @@ int launched_id(const RunResult& r) {
 
 } // namespace
 
-TEST_CASE("a CPU job runs on the cpu partition and its output is readable") {
+TEST_CASE("a CPU job runs on the cpu partition and its output is readable", "[api]") {
     SlurmHome lab;
     auto file = lab.task("cpu", "name: cpu-job\nenvs:\n  QUOTED: \"it's $HOME \\\"x\\\"\"\n"
                                 "run: |\n  echo \"rank=$TANDEM_NODE_RANK nodes=$TANDEM_NUM_NODES\"\n"
@@ -41,7 +41,7 @@ TEST_CASE("a CPU job runs on the cpu partition and its output is readable") {
     CHECK(contains(logs.out, "rank=0 nodes=1"));
 }
 
-TEST_CASE("a GPU job lands on the gpu partition with its GPUs visible") {
+TEST_CASE("a GPU job lands on the gpu partition with its GPUs visible", "[api]") {
     SlurmHome lab;
     auto file = lab.task("gpu", "name: gpu-job\nresources:\n  accelerators: H100:2\n"
                                 "run: echo \"cuda=$CUDA_VISIBLE_DEVICES gpus=$TANDEM_NUM_GPUS_PER_NODE "
@@ -57,7 +57,7 @@ TEST_CASE("a GPU job lands on the gpu partition with its GPUs visible") {
     CHECK(contains(r.out, "cuda=0,1 gpus=2 partition=gpu"));
 }
 
-TEST_CASE("a 2-node job runs setup and run on both nodes with ranks") {
+TEST_CASE("a 2-node job runs setup and run on both nodes with ranks", "[api]") {
     SlurmHome lab;
     auto file =
         lab.task("two", "name: two-nodes\nnum_nodes: 2\nconfig:\n  slurm:\n    partition: cpu\n"
@@ -73,7 +73,7 @@ TEST_CASE("a 2-node job runs setup and run on both nodes with ranks") {
     CHECK(contains(r.out, "node=cpu2"));
 }
 
-TEST_CASE("a job exiting 3 ends FAILED with exit code 3") {
+TEST_CASE("a job exiting 3 ends FAILED with exit code 3", "[api]") {
     SlurmHome lab;
     auto file = lab.task("three", "name: exit-three\nrun: echo before; exit 3\n");
     auto r = lab.tandem({"launch", "--wait", file});
@@ -85,7 +85,7 @@ TEST_CASE("a job exiting 3 ends FAILED with exit code 3") {
     CHECK(lab.tandem({"status", "1", "--exit-code"}).exit_code == 3);
 }
 
-TEST_CASE("cancel of a running and of a pending job, both end CANCELLED") {
+TEST_CASE("cancel of a running and of a pending job, both end CANCELLED", "[api]") {
     SlurmHome lab;
     // Two jobs that each want every GPU of both gpu nodes: the second must wait for the first.
     auto file = lab.task("hog", "name: hog\nnum_nodes: 2\nresources:\n  accelerators: H100:8\n"
@@ -138,7 +138,7 @@ TEST_CASE("over plain http, launch, status and cancel never load libcurl") {
     }
 }
 
-TEST_CASE("a wrong token is a one-line unauthorized error naming the cluster") {
+TEST_CASE("a wrong token is a one-line unauthorized error naming the cluster", "[api]") {
     SlurmHome lab("eyJhbGciOiJIUzI1NiJ9.eyJleHAiOjEsInN1biI6InNsdXJtdGVzdCJ9.bm90LWEtc2lnbmF0dXJl");
     auto file = lab.task("any", "run: echo hi\n");
     auto r = lab.tandem({"launch", "-d", file, "--infra", "slurm"});
@@ -164,7 +164,7 @@ TEST_CASE("a job past its time limit ends FAILED with reason timeout") {
     CHECK(lab.tandem({"status", std::to_string(id), "--exit-code"}).exit_code == 100);
 }
 
-TEST_CASE("a job that left slurmctld (MinJobAge) gets its final state from accounting") {
+TEST_CASE("a job that left slurmctld (MinJobAge) gets its final state from accounting, or says there is none") {
     SlurmHome lab;
     const int min_job_age = std::stoi(slurm_env().at("SLURM_MIN_JOB_AGE"));
     INFO(
@@ -183,7 +183,7 @@ TEST_CASE("a job that left slurmctld (MinJobAge) gets its final state from accou
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(4 * min_job_age + 120);
     auto purged = [&] {
         for (const auto& id : ids) {
-            auto q = run({"/usr/bin/squeue", "-h", "-t", "all", "-j", id, "-o", "%i"});
+            auto q = slurm_command({"squeue", "-h", "-t", "all", "-j", id, "-o", "%i"});
             if (q.exit_code == 0 && contains(q.out, id)) {
                 return false;
             }
@@ -195,16 +195,25 @@ TEST_CASE("a job that left slurmctld (MinJobAge) gets its final state from accou
     }
     REQUIRE(purged());
     auto j = lab.job(1);
-    CHECK(j["state"] == "SUCCEEDED");
     auto f = lab.job(2);
-    CHECK(f["state"] == "FAILED");
+    if (slurm_accounting()) {
+        CHECK(j["state"] == "SUCCEEDED");
+        CHECK(f["state"] == "FAILED");
+    } else { // 24.11 here has no slurmdbd: ended, outcome unknown, and said so
+        for (const auto& g : {j, f}) {
+            INFO(g.dump());
+            CHECK(g["state"] == "UNKNOWN");
+            CHECK(contains(g["reason"].get<std::string>(), "has ended and left slurmctld"));
+            CHECK(contains(g["reason"].get<std::string>(), "keeps no accounting"));
+        }
+    }
 }
 
 TEST_CASE("a submit whose answer is lost is not submitted twice") {
     const auto& env = slurm_env();
     const auto rest = env.at("SLURM_REST_URL");
     const int rest_port = std::stoi(rest.substr(rest.rfind(':') + 1));
-    DropProxy proxy(rest_port, "POST /slurm/" + env.at("SLURM_REST_API") + "/job/submit");
+    DropProxy proxy(rest_port, "POST /slurm/" + slurm_rest_api() + "/job/submit");
     SlurmHome lab("", "http://127.0.0.1:" + std::to_string(proxy.port()));
     const std::string name = "once-" + std::to_string(::getpid());
     auto file = lab.task("once", "name: " + name + "\nrun: sleep 5\n");
@@ -214,7 +223,7 @@ TEST_CASE("a submit whose answer is lost is not submitted twice") {
     REQUIRE(r.exit_code == 0);
     const std::string slurm_id = lab.job(1)["remote_id"].get<std::string>();
     // Slurm itself, asked directly: exactly one job of that name.
-    auto q = run({"/usr/bin/squeue", "-h", "-t", "all", "-n", name, "-o", "%i"});
+    auto q = slurm_command({"squeue", "-h", "-t", "all", "-n", name, "-o", "%i"});
     INFO(q);
     REQUIRE(q.exit_code == 0);
     CHECK(split_lines(q.out) == std::vector<std::string>{slurm_id});

@@ -18,7 +18,8 @@ struct Known {
 };
 
 // Newest first: the order of preference.
-constexpr std::array<Known, 3> k_supported{{
+constexpr std::array<Known, 4> k_supported{{
+    {ApiVersion::v0_0_42, "v0.0.42"},
     {ApiVersion::v0_0_41, "v0.0.41"},
     {ApiVersion::v0_0_40, "v0.0.40"},
     {ApiVersion::v0_0_38, "v0.0.38"},
@@ -68,7 +69,19 @@ std::string_view to_string(ApiVersion version) {
     return "v0.0.38";
 }
 
-Result<ApiChoice> choose_api_version(const std::vector<std::string>& path_list) {
+std::string supported_api_versions() {
+    std::string out;
+    for (const auto& k : k_supported) {
+        out += (out.empty() ? "" : ", ") + std::string(k.name);
+    }
+    return out;
+}
+
+bool is_supported_api_version(std::string_view name) {
+    return std::any_of(k_supported.begin(), k_supported.end(), [&](const Known& k) { return k.name == name; });
+}
+
+Result<ApiChoice> choose_api_version(const std::vector<std::string>& path_list, std::string_view wanted) {
     const std::set<std::string, std::less<>> paths(path_list.begin(), path_list.end());
     ApiChoice choice;
     for (const auto& p : paths) {
@@ -88,7 +101,11 @@ Result<ApiChoice> choose_api_version(const std::vector<std::string>& path_list) 
         return version_numbers(a) > version_numbers(b);
     });
 
+    const bool pinned = wanted != "auto";
     for (const auto& k : k_supported) {
+        if (pinned && k.name != wanted) {
+            continue;
+        }
         const bool complete = std::all_of(k_needed.begin(), k_needed.end(), [&](std::string_view rest) {
             return has_path(paths, "/slurm", k.name, rest);
         });
@@ -102,15 +119,22 @@ Result<ApiChoice> choose_api_version(const std::vector<std::string>& path_list) 
     for (const auto& v : choice.offered) {
         offered += (offered.empty() ? "" : ", ") + v;
     }
+    if (offered.empty()) {
+        offered = "no /slurm/ paths at all";
+    }
+    if (pinned) {
+        return fail(ErrorKind::config,
+                    fmt::format("rest.api_version {} is not served (slurmrestd offers {})", wanted, offered),
+                    "set rest.api_version to one it offers, or to auto");
+    }
     return fail(ErrorKind::remote,
-                fmt::format("slurmrestd offers no API version tandem speaks (it offers {}; tandem speaks "
-                            "v0.0.41, v0.0.40 and v0.0.38)",
-                            offered.empty() ? "no /slurm/ paths at all" : offered),
+                fmt::format("slurmrestd offers no API version tandem speaks (it offers {}; tandem speaks {})",
+                            offered, supported_api_versions()),
                 "ask the cluster's admin to load one of them in slurmrestd (its -s and -d options; "
                 "`slurmrestd -s list` and `slurmrestd -d list` show what the installation has)");
 }
 
-Result<ApiChoice> choose_api_version(const nlohmann::json& openapi) {
+Result<ApiChoice> choose_api_version(const nlohmann::json& openapi, std::string_view wanted) {
     std::vector<std::string> paths;
     if (openapi.is_object()) {
         const auto it = openapi.find("paths");
@@ -120,7 +144,7 @@ Result<ApiChoice> choose_api_version(const nlohmann::json& openapi) {
         for (const auto& [path, ignored] : it->items()) {
             paths.push_back(path);
         }
-        return choose_api_version(paths);
+        return choose_api_version(paths, wanted);
     }
     if (!openapi.is_array()) {
         return fail(ErrorKind::remote, "slurm: GET /openapi/v3 returned neither an object nor a path list");
@@ -130,7 +154,7 @@ Result<ApiChoice> choose_api_version(const nlohmann::json& openapi) {
             paths.push_back(p.get<std::string>());
         }
     }
-    return choose_api_version(paths);
+    return choose_api_version(paths, wanted);
 }
 
 } // namespace tandem::slurm

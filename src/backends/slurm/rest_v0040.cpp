@@ -2,6 +2,7 @@
 
 #include "backends/slurm/rest_v0040.hpp"
 
+#include <algorithm>
 #include <cctype>
 
 #include <fmt/format.h>
@@ -150,7 +151,7 @@ json submit_payload(const std::string& script, const SubmitPlan& plan, ApiVersio
         env.push_back("TANDEM_JOB_ID=" + std::to_string(plan.tandem_id));
     }
     job["environment"] = std::move(env);
-    if (version == ApiVersion::v0_0_41) {
+    if (version != ApiVersion::v0_0_40) { // v0.0.41 deprecates the top-level script, v0.0.42 drops it
         job["script"] = script;
         return json{{"job", std::move(job)}};
     }
@@ -253,6 +254,29 @@ Result<std::vector<SlurmNode>> parse_nodes(const json& body) {
             return node;
         });
     });
+}
+
+std::optional<std::string> cancel_refusal(const json& body) {
+    const auto& status = rest::at_path(body, {"status"});
+    if (!status.is_array()) {
+        return std::nullopt;
+    }
+    for (const auto& entry : status) {
+        const auto& error = rest::at_path(entry, {"error"});
+        const auto code = rest::number(error, "code");
+        if (!code || *code == 0 || *code == 2017 || *code == 2021) {
+            continue;
+        }
+        std::string message = rest::text(error, "message");
+        if (message.empty()) {
+            message = rest::text(error, "string");
+        }
+        std::string line = fmt::format("{} (error {})", message.empty() ? "no message" : message, *code);
+        std::replace_if(
+            line.begin(), line.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+        return line;
+    }
+    return std::nullopt;
 }
 
 } // namespace tandem::slurm::v0040

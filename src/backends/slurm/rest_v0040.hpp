@@ -13,6 +13,7 @@
 //   server sends one.
 // The fixtures (tests/fixtures/slurm/v0.0.40, v0.0.41) are built from the published schema, not recorded.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,5 +34,9 @@ Result<std::vector<SlurmJob>> parse_jobs(const nlohmann::json& body);
 Result<std::vector<SlurmJob>> parse_db_jobs(const nlohmann::json& body);
 Result<std::vector<SlurmPartition>> parse_partitions(const nlohmann::json& body);
 Result<std::vector<SlurmNode>> parse_nodes(const nlohmann::json& body);
+// DELETE /slurm/<version>/job/{id}: v0.0.42 answers HTTP 200 and lists per job, in status[], an error
+// the signal met ({"error": {"code", "message"}}). Invalid job id (2017) and already done (2021) mean
+// the job has ended: not a refusal. Anything else is, as one line; nullopt when nothing refused.
+std::optional<std::string> cancel_refusal(const nlohmann::json& body);
 
 } // namespace tandem::slurm::v0040

@@ -1,5 +1,7 @@
 #include "backends/slurm/slurm_config.hpp"
 
+#include "backends/slurm/api_version.hpp"
+
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -95,11 +97,10 @@ Result<RestSettings> parse_rest(const ClusterConfig& c, const nlohmann::json& re
     if (r.api_version.empty()) {
         r.api_version = "auto";
     }
-    static const std::set<std::string> versions{"auto", "v0.0.38", "v0.0.40", "v0.0.41"};
-    if (versions.count(r.api_version) == 0U) {
-        return tl::unexpected(
-            bad(c, "rest.api_version",
-                fmt::format("'{}' is not one of auto, v0.0.38, v0.0.40, v0.0.41", r.api_version)));
+    if (r.api_version != "auto" && !is_supported_api_version(r.api_version)) {
+        return tl::unexpected(bad(c, "rest.api_version",
+                                  fmt::format("'{}' is not one of auto, {}", r.api_version,
+                                              supported_api_versions())));
     }
     r.ca_file = string_or_empty(rest, "ca_file");
     return r;
@@ -144,13 +145,14 @@ Result<SshSettings> parse_ssh(const ClusterConfig& c, const nlohmann::json& ssh)
 } // namespace
 
 Result<SlurmSettings> parse_slurm_settings(const ClusterConfig& c, const GetEnv& getenv) {
-    static const std::set<std::string> known{"rest", "ssh", "home", "timeout_seconds", "workdir_limit_mb"};
+    static const std::set<std::string> known{"rest",           "ssh", "home", "timeout_seconds", "workdir_limit_mb",
+                                             "default_partition"};
     SlurmSettings settings;
     for (const auto& [key, value] : c.settings.items()) {
         if (known.count(key) == 0U) {
             return tl::unexpected(bad(c, key,
                                       "unknown setting for a slurm cluster (known: rest, ssh, home, "
-                                      "timeout_seconds, workdir_limit_mb)"));
+                                      "timeout_seconds, workdir_limit_mb, default_partition)"));
         }
     }
     auto positive = [&](const char* key) -> Result<std::optional<int>> {
@@ -205,6 +207,10 @@ Result<SlurmSettings> parse_slurm_settings(const ClusterConfig& c, const GetEnv&
             return tl::unexpected(ssh.error());
         }
         settings.ssh = std::move(*ssh);
+    }
+    settings.default_partition = string_or_empty(c.settings, "default_partition");
+    if (settings.default_partition.find_first_of(" \t\r\n,") != std::string::npos) {
+        return tl::unexpected(bad(c, "default_partition", "must be one partition name"));
     }
     settings.home = string_or_empty(c.settings, "home");
     while (settings.home.size() > 1 && settings.home.back() == '/') {

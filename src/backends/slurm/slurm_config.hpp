@@ -8,6 +8,7 @@
 //           known_hosts: ~/.ssh/known_hosts, proxy_jump: bastion}
 //     home: /home/slurmtest          # where jobs run and write output when the task has no workdir
 //     workdir_limit_mb: "100"        # largest workdir uploaded over SSH
+//     default_partition: cpu         # where a plain sbatch goes; slurmrestd v0.0.40+ does not say it
 //
 // A cluster has rest:, ssh:, or both (control over REST; workdir upload and logs over SSH). The token
 // comes from exactly one of token, token_env, token_file. It is resolved when the backend is made and
@@ -45,6 +46,9 @@ struct SlurmSettings {
     std::optional<RestSettings> rest;
     std::optional<SshSettings> ssh;
     std::string home; // the user's home on the cluster: default working directory and output folder
+    // The partition a plain sbatch goes to (Default=YES), when given: it overrides what the cluster
+    // says, and supplies it where slurmrestd v0.0.40+ says nothing (its partition answer has no flag).
+    std::string default_partition;
     std::chrono::milliseconds timeout{15'000};
     std::uint64_t workdir_limit_bytes = std::uint64_t{100} * 1024 * 1024;
 };

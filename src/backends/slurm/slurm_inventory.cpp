@@ -31,6 +31,28 @@ std::pair<std::string, int> gpu_gres(const std::string& gres) {
     return {"", 0};
 }
 
+Status apply_default_partition(const std::string& cluster, const std::string& wanted,
+                               std::vector<SlurmPartition>& partitions) {
+    if (wanted.empty()) {
+        return {};
+    }
+    const bool known = std::any_of(partitions.begin(), partitions.end(),
+                                   [&](const SlurmPartition& p) { return p.name == wanted; });
+    if (!known) {
+        std::string names;
+        for (const auto& p : partitions) {
+            names += (names.empty() ? "" : ", ") + p.name;
+        }
+        return fail(ErrorKind::config,
+                    fmt::format("cluster {}: default_partition {} is not a partition of the cluster (it has {})",
+                                cluster, wanted, names.empty() ? "none" : names));
+    }
+    for (auto& p : partitions) {
+        p.is_default = p.name == wanted;
+    }
+    return {};
+}
+
 ClusterInventory build_inventory(const std::string& cluster, const std::vector<SlurmPartition>& partitions,
                                  const std::vector<SlurmNode>& nodes) {
     std::map<std::string, const SlurmNode*> by_name;

@@ -15,6 +15,11 @@ namespace tandem::slurm {
 // "gpu:h100:8(S:0-1)" -> {"h100", 8}; "gpu:8" -> {"", 8}; no GPU gres -> {"", 0}.
 std::pair<std::string, int> gpu_gres(const std::string& gres);
 
+// Marks `wanted` (a cluster's default_partition setting) as the default and no other; a name the cluster
+// does not have is a config error naming those it has. An empty `wanted` leaves what the cluster said.
+Status apply_default_partition(const std::string& cluster, const std::string& wanted,
+                               std::vector<SlurmPartition>& partitions);
+
 ClusterInventory build_inventory(const std::string& cluster, const std::vector<SlurmPartition>& partitions,
                                  const std::vector<SlurmNode>& nodes);
 

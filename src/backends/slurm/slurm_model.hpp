@@ -82,4 +82,8 @@ struct SlurmNode {
 // jobs and an expected end for running ones. ended_at stays empty when Slurm gave none.
 JobUpdate to_job_update(const SlurmJob& job);
 
+// A job slurmctld no longer lists (it purges ended jobs after MinJobAge) and accounting cannot answer
+// for: UNKNOWN, saying whether the cluster keeps accounting at all (no slurmdbd: how it ended is lost).
+JobUpdate left_slurmctld(const std::string& slurm_id, bool cluster_has_accounting);
+
 } // namespace tandem::slurm

@@ -119,6 +119,15 @@ Result<nlohmann::json> SlurmRestBackend::call(const std::string& method, const s
             return std::move(*skimmed);
         }
     }
+    // 23.11 and later answer a wrong or expired token with 511 (error 1007, "Protocol authentication
+    // error"; on some paths errors[] is empty), and a request without one with 401 and a plain-text body
+    // ("Authentication failure"), so this comes before the body is read as JSON.
+    if (response->status == 511 || response->status == 401) {
+        return named(Error{ErrorKind::unauthorized,
+                           fmt::format("slurmrestd at {} refused the token of user {} (HTTP {})", rest.url,
+                                       rest.user, response->status),
+                           {}});
+    }
     nlohmann::json json = nlohmann::json::parse(response->body, nullptr, false);
     if (json.is_discarded()) {
         std::string excerpt = response->body.substr(0, 120);
@@ -127,14 +136,6 @@ Result<nlohmann::json> SlurmRestBackend::call(const std::string& method, const s
             Error{ErrorKind::remote,
                   fmt::format("slurmrestd answered HTTP {} with non-JSON: {}", response->status, excerpt),
                   {}});
-    }
-    // 23.11 and later answer a wrong or expired token with 511 (error 1007, "Protocol authentication
-    // error"; on some paths errors[] is empty), and a request without one with 401.
-    if (response->status == 511 || response->status == 401) {
-        return named(Error{ErrorKind::unauthorized,
-                           fmt::format("slurmrestd at {} refused the token of user {} (HTTP {})", rest.url,
-                                       rest.user, response->status),
-                           {}});
     }
     if (response->status >= 400) {
         auto err = slurm::rest::response_error(json);
@@ -179,8 +180,8 @@ Result<ApiChoice> SlurmRestBackend::api() {
     auto j = nlohmann::json::parse(cached, nullptr, false);
     if (!j.is_discarded() && j.value("url", "") == m_settings.rest->url &&
         now_seconds() - j.value("at", std::int64_t{0}) < k_api_cache_seconds) {
-        auto choice = choose_api_version(j.value("paths", nlohmann::json::array()));
-        if (choice && (wanted == "auto" || to_string(choice->version) == wanted)) {
+        auto choice = choose_api_version(j.value("paths", nlohmann::json::array()), wanted);
+        if (choice) {
             m_api = *choice;
             return *m_api;
         }
@@ -196,23 +197,11 @@ Result<ApiChoice> SlurmRestBackend::api() {
             paths.push_back(p);
         }
     }
-    auto choice = choose_api_version(paths);
+    auto choice = choose_api_version(paths, wanted);
     if (!choice) {
         Error e = choice.error();
         e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
         return tl::unexpected(e);
-    }
-    if (wanted != "auto") {
-        if (std::find(choice->offered.begin(), choice->offered.end(), wanted) == choice->offered.end()) {
-            return fail(ErrorKind::config, fmt::format("cluster {}: rest.api_version {} is not served by {}",
-                                                       m_cluster, wanted, m_settings.rest->url));
-        }
-        // Pinned: speak what was asked, keeping what the server told about accounting.
-        for (auto v : {ApiVersion::v0_0_38, ApiVersion::v0_0_40, ApiVersion::v0_0_41}) {
-            if (to_string(v) == wanted) {
-                choice->version = v;
-            }
-        }
     }
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(m_cache_file).parent_path(), ec);
@@ -245,14 +234,25 @@ Result<std::string> SlurmRestBackend::check() {
     if (release.empty()) {
         release = slurm::rest::text(slurm::rest::at_path(*ping, {"meta", "slurm"}), "release");
     }
-    return fmt::format("{}slurmrestd at {}, API {}{}, user {}", release.empty() ? "" : "Slurm " + release + ", ",
+    // v0.0.40+ partition answers carry no Default flag: without default_partition, tandem cannot go
+    // where a plain sbatch would.
+    const bool default_unknown =
+        choice->version != ApiVersion::v0_0_38 && m_settings.default_partition.empty();
+    return fmt::format("{}slurmrestd at {}, API {}{}, user {}{}", release.empty() ? "" : "Slurm " + release + ", ",
                        m_settings.rest->url, to_string(choice->version),
-                       choice->accounting ? " + accounting" : "", m_settings.rest->user);
+                       choice->accounting ? " + accounting" : "", m_settings.rest->user,
+                       default_unknown ? "; default partition unknown over this API (set default_partition)" : "");
+}
+
+// The inventory cache's key: the server, and the default_partition setting that shaped the answer.
+std::string SlurmRestBackend::inventory_source() const {
+    return m_settings.rest->url +
+           (m_settings.default_partition.empty() ? "" : " default_partition=" + m_settings.default_partition);
 }
 
 Result<ClusterInventory> SlurmRestBackend::inventory(std::chrono::seconds max_age) {
     if (max_age.count() > 0) {
-        if (auto cached = backends::read_inventory_cache(m_inventory_file, m_settings.rest->url, m_cluster,
+        if (auto cached = backends::read_inventory_cache(m_inventory_file, inventory_source(), m_cluster,
                                                          BackendKind::slurm, max_age)) {
             cached->sbatch_options = false;
             m_inventory = *cached;
@@ -279,10 +279,13 @@ Result<ClusterInventory> SlurmRestBackend::inventory(std::chrono::seconds max_ag
         e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
         return tl::unexpected(e);
     }
+    if (auto st = apply_default_partition(m_cluster, m_settings.default_partition, *partitions); !st) {
+        return tl::unexpected(st.error());
+    }
     ClusterInventory inv = build_inventory(m_cluster, *partitions, *nodes);
     inv.sbatch_options = false; // slurmrestd reads no #SBATCH line
     m_inventory = inv;
-    backends::write_inventory_cache(m_inventory_file, m_settings.rest->url, inv);
+    backends::write_inventory_cache(m_inventory_file, inventory_source(), inv);
     return inv;
 }
 
@@ -510,8 +513,16 @@ Status SlurmRestBackend::cancel(const JobRecord& job) {
         return tl::unexpected(choice.error());
     }
     auto answer = call("DELETE", path("slurm", "/job/" + job.remote_id), "", true);
-    if (!answer && answer.error().kind != ErrorKind::not_found) {
-        return tl::unexpected(answer.error());
+    if (!answer) {
+        if (answer.error().kind != ErrorKind::not_found) {
+            return tl::unexpected(answer.error());
+        }
+        return {};
+    }
+    // v0.0.42 answers HTTP 200 with errors[] empty and says per job, in status[], what the signal did.
+    if (auto refused = v0040::cancel_refusal(*answer)) {
+        return fail(ErrorKind::remote, fmt::format("cluster {}: slurmctld did not cancel Slurm job {}: {}",
+                                                   m_cluster, job.remote_id, *refused));
     }
     return {};
 }

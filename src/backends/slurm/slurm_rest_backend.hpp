@@ -80,6 +80,7 @@ private:
     Result<std::optional<std::string>> find_by_token(const std::string& token);
     void remember_output(std::int64_t job_id, const SubmitPlan& plan, const std::string& slurm_id) const;
 
+    std::string inventory_source() const;
     std::string m_cluster;
     SlurmSettings m_settings;
     std::string m_cache_file;

@@ -107,11 +107,7 @@ Result<std::vector<JobUpdate>> SlurmRestBackend::updates_from(const std::vector<
         if (*accounted) {
             out.push_back(to_job_update(**accounted));
         } else {
-            out.push_back(
-                JobUpdate{JobState::unknown,
-                          fmt::format("Slurm job {} has left slurmctld and accounting has no record of it",
-                                      job.remote_id),
-                          std::nullopt, std::nullopt, std::nullopt});
+            out.push_back(left_slurmctld(job.remote_id, m_api->accounting));
         }
     }
     return out;

@@ -96,9 +96,14 @@ Result<std::string> SlurmSshBackend::check() {
     return fmt::format("Slurm {} over SSH ({})", *version, m_host->describe());
 }
 
+std::string SlurmSshBackend::inventory_source() const {
+    return "ssh://" + m_host->describe() +
+           (m_settings.default_partition.empty() ? "" : " default_partition=" + m_settings.default_partition);
+}
+
 Result<ClusterInventory> SlurmSshBackend::inventory(std::chrono::seconds max_age) {
     if (max_age.count() > 0) {
-        if (auto cached = backends::read_inventory_cache(m_inventory_file, "ssh://" + m_host->describe(),
+        if (auto cached = backends::read_inventory_cache(m_inventory_file, inventory_source(),
                                                          m_cluster, BackendKind::slurm, max_age)) {
             m_inventory = *cached;
             return *cached;
@@ -114,9 +119,12 @@ Result<ClusterInventory> SlurmSshBackend::inventory(std::chrono::seconds max_age
         e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
         return tl::unexpected(e);
     }
+    if (auto st = apply_default_partition(m_cluster, m_settings.default_partition, view->partitions); !st) {
+        return tl::unexpected(st.error());
+    }
     ClusterInventory inv = build_inventory(m_cluster, view->partitions, view->nodes);
     m_inventory = inv;
-    backends::write_inventory_cache(m_inventory_file, "ssh://" + m_host->describe(), inv);
+    backends::write_inventory_cache(m_inventory_file, inventory_source(), inv);
     return inv;
 }
 
@@ -349,6 +357,7 @@ Result<std::vector<SlurmJob>> SlurmSshBackend::sacct(const std::vector<std::stri
     }
     if (r->exit_status != 0) {
         if (r->err.find("accounting storage is disabled") != std::string::npos) {
+            m_no_accounting = true;
             return std::vector<SlurmJob>{};
         }
         return fail(ErrorKind::remote, fmt::format("cluster {}: sacct exited {}: {}", m_cluster,
@@ -405,13 +414,10 @@ Result<std::vector<JobUpdate>> SlurmSshBackend::refresh(const std::vector<JobRec
         } else if (auto at = accounted.find(job.remote_id); at != accounted.end()) {
             out.push_back(to_job_update(at->second));
         } else {
-            out.push_back(JobUpdate{JobState::unknown,
-                                    is_job_id(job.remote_id)
-                                        ? fmt::format("Slurm job {} has left slurmctld and accounting has no "
-                                                      "record of it",
-                                                      job.remote_id)
-                                        : std::string("no Slurm job id was recorded for this job"),
-                                    std::nullopt, std::nullopt, std::nullopt});
+            out.push_back(is_job_id(job.remote_id)
+                              ? left_slurmctld(job.remote_id, !m_no_accounting)
+                              : JobUpdate{JobState::unknown, "no Slurm job id was recorded for this job",
+                                          std::nullopt, std::nullopt, std::nullopt});
         }
     }
     return out;

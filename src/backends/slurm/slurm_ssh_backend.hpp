@@ -61,12 +61,14 @@ private:
     std::string output_path(const JobRecord& job);
     void remember_output(std::int64_t job_id, const std::string& path) const;
 
+    std::string inventory_source() const;
     std::string m_cluster;
     SlurmSettings m_settings;
     std::string m_inventory_file;
     std::string m_jobs_dir;
     std::unique_ptr<net::RemoteHost> m_host;
     std::optional<ClusterInventory> m_inventory;
+    bool m_no_accounting = false; // sacct said "accounting storage is disabled"
 };
 
 } // namespace tandem::slurm

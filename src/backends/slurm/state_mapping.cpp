@@ -188,4 +188,15 @@ JobUpdate to_job_update(const SlurmJob& job) {
     return u;
 }
 
+JobUpdate left_slurmctld(const std::string& slurm_id, bool cluster_has_accounting) {
+    JobUpdate u;
+    u.state = JobState::unknown;
+    u.reason = cluster_has_accounting
+                   ? fmt::format("Slurm job {} has left slurmctld and accounting has no record of it", slurm_id)
+                   : fmt::format("Slurm job {} has ended and left slurmctld; the cluster keeps no accounting "
+                                 "(no slurmdbd), so how it ended is unknown",
+                                 slurm_id);
+    return u;
+}
+
 } // namespace tandem::slurm
