@@ -1,5 +1,6 @@
 #pragma once
-// slurmrestd OpenAPI v0.0.40 (Slurm 23.11) and v0.0.41 (Slurm 24.05), which share these shapes:
+// slurmrestd OpenAPI v0.0.40 (Slurm 23.11), v0.0.41 (24.05) and v0.0.42 (24.11), which share these shapes
+// (docs/SLURM_VERSIONS.md has what differs):
 // - submit: job.environment is an array of "K=V"; GPUs go in "tres_per_node": "gres/gpu:h100:8";
 //   time_limit and memory_per_node are {"set", "infinite", "number"}; node counts are minimum_nodes and
 //   maximum_nodes. v0.0.40 takes the script at the top level; v0.0.41 wants it in job.script (the
@@ -11,7 +12,7 @@
 // - partition_info: nodes.configured is the hostlist, maximums.time the limit, partition.state the
 //   state array. The schema has no "default partition" marker; a "flags" array with DEFAULT is read if a
 //   server sends one.
-// The fixtures (tests/fixtures/slurm/v0.0.40, v0.0.41) are built from the published schema, not recorded.
+// The fixtures (tests/fixtures/slurm/v0.0.40, v0.0.41, v0.0.42) are recorded from a real Slurm 24.11.
 
 #include <optional>
 #include <string>
@@ -25,7 +26,7 @@
 
 namespace tandem::slurm::v0040 {
 
-// The body of POST /slurm/<version>/job/submit; `version` is v0_0_40 or v0_0_41.
+// The body of POST /slurm/<version>/job/submit; `version` is v0_0_40, v0_0_41 or v0_0_42.
 nlohmann::json submit_payload(const std::string& script, const SubmitPlan& plan, ApiVersion version);
 Result<std::string> parse_submit_response(const nlohmann::json& body);
 // GET /slurm/<version>/jobs and /job/{id}.

@@ -1,13 +1,15 @@
-// The Slurm CLI parsers on output recorded from the real testbed (Slurm 22.05.8, tests/fixtures/slurm-cli),
-// their refusals of unexpected lines, and the exact command lines.
+// The Slurm CLI parsers on output recorded from the real testbeds (Slurm 22.05.8 and 24.11.5,
+// tests/fixtures/slurm-cli), their refusals of unexpected lines, and the exact command lines.
 
 #include <fstream>
 #include <sstream>
 
 #include <catch2/catch.hpp>
 
+#include "backends/slurm/rest_v0040.hpp"
 #include "backends/slurm/slurm_cli.hpp"
 #include "backends/slurm/slurm_inventory.hpp"
+#include "slurm_fixtures.hpp"
 
 using namespace tandem;
 using namespace tandem::slurm;
@@ -85,6 +87,91 @@ TEST_CASE("squeue on 22.05: every state, exit statuses, times, and a name holdin
     CHECK(to_job_update(by_id(*jobs, "14")).state == JobState::cancelled);
 }
 
+TEST_CASE("squeue on 24.11 (recorded): EXIT:SIGNAL exit codes, every state, N/A times") {
+    auto jobs = cli::parse_squeue(cli_fixture("squeue-24.11.txt"));
+    REQUIRE(jobs);
+    REQUIRE(jobs->size() == 8);
+    const auto& timeout = by_id(*jobs, "64"); // --time=1, killed at its limit
+    CHECK(timeout.state == "TIMEOUT");
+    CHECK(timeout.state_reason == "TimeLimit");
+    CHECK(timeout.exit_code == 0); // 0:15
+    CHECK(timeout.signal == 15);
+    CHECK(timeout.name == "fixture-timeout");
+    auto u = to_job_update(timeout);
+    CHECK(u.state == JobState::failed);
+    CHECK(u.reason == "timeout");
+    CHECK_FALSE(u.exit_code);
+    CHECK(u.started_at == 1796404419);
+    CHECK(u.ended_at == 1796404484);
+    const auto& cancelled = by_id(*jobs, "66"); // 24.11's squeue prints CANCELLED alone (sacct adds "by UID")
+    CHECK(cancelled.state == "CANCELLED");
+    CHECK(cancelled.signal == 15);
+    CHECK(to_job_update(cancelled).state == JobState::cancelled);
+    const auto& done = by_id(*jobs, "70");
+    CHECK(done.state == "COMPLETED");
+    CHECK(done.exit_code == 0);
+    CHECK(to_job_update(done).state == JobState::succeeded);
+    const auto& failed = by_id(*jobs, "71");
+    CHECK(failed.state == "FAILED");
+    CHECK(failed.state_reason == "NonZeroExitCode");
+    CHECK(failed.exit_code == 3); // 3:0, where 22.05 printed the wait status 768
+    CHECK(failed.signal == 0);
+    CHECK(failed.comment == "tandem-fixture-exit3");
+    u = to_job_update(failed);
+    CHECK(u.state == JobState::failed);
+    CHECK(u.exit_code == 3);
+    CHECK(u.reason == "exit code 3");
+    const auto& held = by_id(*jobs, "68");
+    CHECK(held.state == "PENDING");
+    CHECK(held.state_reason == "JobHeldUser");
+    CHECK_FALSE(held.start_time); // N/A
+    CHECK_FALSE(held.end_time);
+    CHECK(held.nodes.empty()); // an empty field
+    CHECK(to_job_update(held).reason == "JobHeldUser");
+    const auto& later = by_id(*jobs, "69"); // deferred by --begin: the times are estimates
+    CHECK(later.state_reason == "BeginTime");
+    CHECK(later.start_time == 1796411619);
+    CHECK_FALSE(to_job_update(later).started_at);
+    const auto& running = by_id(*jobs, "65");
+    CHECK(running.end_time == 1796408019); // its time limit
+    u = to_job_update(running);
+    CHECK(u.state == JobState::running);
+    CHECK(u.started_at == 1796404419);
+    CHECK_FALSE(u.ended_at);
+    CHECK(by_id(*jobs, "67").nodes == "gpu1");
+}
+
+TEST_CASE("24.11: squeue and slurmrestd, recorded moments apart, give the same updates") {
+    auto cli_jobs = cli::parse_squeue(cli_fixture("squeue-24.11.txt"));
+    REQUIRE(cli_jobs);
+    for (const char* version : {"v0.0.40", "v0.0.41", "v0.0.42"}) {
+        INFO(version);
+        auto rest_jobs = v0040::parse_jobs(slurm_fixture(version, "jobs.json"));
+        REQUIRE(rest_jobs);
+        REQUIRE(rest_jobs->size() == cli_jobs->size());
+        for (const auto& r : *rest_jobs) {
+            INFO("job " << r.job_id);
+            const auto& c = by_id(*cli_jobs, r.job_id);
+            CHECK(c.name == r.name);
+            CHECK(c.state == r.state);
+            CHECK(c.state_reason == r.state_reason);
+            CHECK(c.start_time == r.start_time);
+            CHECK(c.end_time == r.end_time);
+            CHECK(c.nodes == r.nodes);
+            CHECK(c.comment == r.comment);
+            // The raw exit fields differ (squeue prints 0:15 where REST leaves the return code unset),
+            // what tandem makes of them does not.
+            const auto a = to_job_update(c);
+            const auto b = to_job_update(r);
+            CHECK(a.state == b.state);
+            CHECK(a.reason == b.reason);
+            CHECK(a.exit_code == b.exit_code);
+            CHECK(a.started_at == b.started_at);
+            CHECK(a.ended_at == b.ended_at);
+        }
+    }
+}
+
 TEST_CASE("squeue: a running job without a time limit has the end time NONE") {
     // Printed by 22.05 for a job on a partition without MaxTime (seen on the testbed's `batch`).
     auto jobs = cli::parse_squeue("12" + S + "RUNNING" + S + "None" + S + "0" + S + "1796317683" + S + "NONE" + S +
@@ -96,8 +183,8 @@ TEST_CASE("squeue: a running job without a time limit has the end time NONE") {
     CHECK(to_job_update((*jobs)[0]).state == JobState::running);
 }
 
-TEST_CASE("squeue on 24.11: the exit code as EXIT:SIGNAL") {
-    // Slurm 24.11's squeue prints `3:0` where 22.05 printed the wait status 768.
+TEST_CASE("squeue EXIT:SIGNAL (hand-made lines): a signal, and a code that is not a number") {
+    // Slurm 24.11's squeue prints `3:0` where 22.05 printed the wait status 768 (squeue-24.11.txt).
     auto jobs = cli::parse_squeue("7" + S + "FAILED" + S + "NonZeroExitCode" + S + "3:0" + S + "1796315480" + S +
                                   "1796315489" + S + "c1" + S + "tandem-x" + S + "exit3\n" + "8" + S + "FAILED" + S +
                                   "RaisedSignal:9_Killed" + S + "0:9" + S + "1796315480" + S + "1796315489" + S + "c1" +
@@ -196,6 +283,76 @@ TEST_CASE("sinfo on 22.05: nodes and partitions feed the inventory") {
     CHECK(inv.pools[0].cpus_per_node == 4);
 }
 
+TEST_CASE("sinfo on 24.11 (recorded): (null) gres, limits, the default partition") {
+    auto view = cli::parse_sinfo(cli_fixture("sinfo-24.11.txt"));
+    REQUIRE(view);
+    REQUIRE(view->nodes.size() == 4);
+    REQUIRE(view->partitions.size() == 3);
+    const auto& cpu = view->partitions[0];
+    CHECK(cpu.name == "cpu");
+    CHECK(cpu.is_default); // "cpu*": what the REST answer cannot say
+    CHECK(cpu.state == "UP");
+    CHECK(cpu.max_time_minutes == 24 * 60);
+    CHECK_FALSE(cpu.default_time_minutes);
+    CHECK(cpu.nodes == std::vector<std::string>{"cpu1", "cpu2"});
+    CHECK(view->partitions[1].name == "gpu");
+    CHECK_FALSE(view->partitions[1].is_default);
+    CHECK(view->partitions[1].max_time_minutes == 2 * 24 * 60);
+    CHECK(view->partitions[1].nodes == std::vector<std::string>{"gpu1", "gpu2"});
+    CHECK(view->partitions[2].name == "batch");
+    CHECK_FALSE(view->partitions[2].max_time_minutes); // infinite
+    const auto& cpu1 = view->nodes[0];
+    CHECK(cpu1.name == "cpu1");
+    CHECK(cpu1.state == "allocated");
+    CHECK(cpu1.cpus == 4);
+    CHECK(cpu1.alloc_cpus == 4);
+    CHECK(cpu1.gres.empty());
+    CHECK(cpu1.gres_used.empty()); // (null); 22.05 printed gpu:0
+    CHECK(cpu1.partitions == std::vector<std::string>{"cpu", "batch"});
+    const auto& gpu1 = view->nodes[2];
+    CHECK(gpu1.state == "mixed");
+    CHECK(gpu1.gres == "gpu:h100:8");
+    CHECK(gpu1.gres_used == "gpu:h100:2(IDX:0-1)");
+    CHECK(gpu1.real_memory_mb == 8000);
+
+    // The same cluster through slurmrestd, moments apart: the same nodes and limits.
+    for (const char* version : {"v0.0.40", "v0.0.41", "v0.0.42"}) {
+        INFO(version);
+        auto nodes = v0040::parse_nodes(slurm_fixture(version, "nodes.json"));
+        auto parts = v0040::parse_partitions(slurm_fixture(version, "partitions.json"));
+        REQUIRE(nodes);
+        REQUIRE(parts);
+        REQUIRE(nodes->size() == view->nodes.size());
+        for (std::size_t i = 0; i < nodes->size(); ++i) {
+            INFO((*nodes)[i].name);
+            CHECK((*nodes)[i].name == view->nodes[i].name);
+            CHECK((*nodes)[i].state == view->nodes[i].state);
+            CHECK((*nodes)[i].cpus == view->nodes[i].cpus);
+            CHECK((*nodes)[i].alloc_cpus == view->nodes[i].alloc_cpus);
+            CHECK((*nodes)[i].real_memory_mb == view->nodes[i].real_memory_mb);
+            CHECK((*nodes)[i].gres == view->nodes[i].gres);
+            CHECK((*nodes)[i].gres_used == view->nodes[i].gres_used);
+            CHECK((*nodes)[i].partitions == view->nodes[i].partitions);
+        }
+        REQUIRE(parts->size() == view->partitions.size());
+        for (std::size_t i = 0; i < parts->size(); ++i) {
+            CHECK((*parts)[i].name == view->partitions[i].name);
+            CHECK((*parts)[i].nodes == view->partitions[i].nodes);
+            CHECK((*parts)[i].max_time_minutes == view->partitions[i].max_time_minutes);
+            CHECK((*parts)[i].default_time_minutes == view->partitions[i].default_time_minutes);
+        }
+    }
+
+    auto inv = build_inventory("tandem24", view->partitions, view->nodes);
+    REQUIRE(inv.pools.size() == 3);
+    CHECK(inv.pools[0].is_default);
+    CHECK(inv.pools[0].nodes_free == 1);
+    CHECK(inv.pools[1].accelerator == "h100");
+    CHECK(inv.pools[1].gpus_per_node == 8);
+    CHECK(inv.pools[1].gpus_free == 14);
+    CHECK_FALSE(inv.pools[2].max_time_minutes);
+}
+
 TEST_CASE("sinfo: node states with flags, nodes in two partitions, split partitions, bad lines") {
     const std::string text =
         "a1" + S + "down*" + S + "4" + S + "0/0/4/4" + S + "1000" + S + "(null)" + S + "gpu:0" + S + "p1*\n" +
@@ -227,12 +384,18 @@ TEST_CASE("sinfo: node states with flags, nodes in two partitions, split partiti
 
 TEST_CASE("versions and comment lookups") {
     CHECK(*cli::parse_version(cli_fixture("version-22.05.txt")) == "22.05.8");
+    CHECK(*cli::parse_version(cli_fixture("version-24.11.txt")) == "24.11.5"); // Debian's "slurm-wlm 24.11.5"
+    CHECK(*cli::parse_version(cli_fixture("scontrol-version-24.11.txt")) == "24.11.5");
     CHECK(*cli::parse_version("slurm 24.05.1\n") == "24.05.1");
     CHECK_FALSE(cli::parse_version("bash: sinfo: command not found\n"));
     const auto comments = cli_fixture("squeue-comments-22.05.txt");
     CHECK(cli::find_comment(comments, "tandem-fixture-fail") == "10");
     CHECK_FALSE(cli::find_comment(comments, "tandem-fixture"));
     CHECK_FALSE(cli::find_comment(comments, "(null)") == std::optional<std::string>("x"));
+    const auto comments24 = cli_fixture("squeue-comments-24.11.txt"); // --me: another test's job 50 too
+    CHECK(cli::find_comment(comments24, "tandem-fixture-exit3") == "71");
+    CHECK(cli::find_comment(comments24, "tandem-fixture-held") == "68");
+    CHECK_FALSE(cli::find_comment(comments24, "tandem-fixture"));
     // A group member's comment carries the address book after the token.
     CHECK(cli::find_comment("7\x1ftandem-abc;tandem-hosts=aGk=\n", "tandem-abc") == "7");
     CHECK_FALSE(cli::find_comment("7\x1ftandem-abcd;tandem-hosts=aGk=\n", "tandem-abc"));

@@ -193,6 +193,46 @@ TEST_CASE("refresh: one squeue for all, one sacct for the jobs slurmctld forgot"
     CHECK(f.host->calls.size() == 2);
 }
 
+TEST_CASE("refresh on 24.11 (recorded): squeue's EXIT:SIGNAL, and sacct without accounting") {
+    Fixture f;
+    f.host->respond = [&](const Call& c) -> Result<net::ExecResult> {
+        if (c.command.find("'squeue'") != std::string::npos) {
+            CHECK(c.command.find("'--jobs=71,64,65,60'") != std::string::npos);
+            return ok(fixture("squeue-24.11.txt")); // 60 is not among them: it has left slurmctld
+        }
+        if (c.command.find("'sacct'") != std::string::npos) {
+            CHECK(c.command.find("'--jobs=60'") != std::string::npos);
+            // What 24.11's sacct says, with exit status 1, on a cluster without slurmdbd.
+            return net::ExecResult{1, "", fixture("sacct-24.11-disabled.txt")};
+        }
+        return fail(ErrorKind::internal, "unexpected " + c.command);
+    };
+    auto updates = f.backend->refresh({record(1, "71"), record(2, "64"), record(3, "65"), record(4, "60")});
+    INFO((updates ? "" : updates.error().message));
+    REQUIRE(updates);
+    REQUIRE(updates->size() == 4);
+    CHECK((*updates)[0].state == JobState::failed);
+    CHECK((*updates)[0].exit_code == 3);
+    CHECK((*updates)[1].state == JobState::failed);
+    CHECK((*updates)[1].reason == "timeout");
+    CHECK_FALSE((*updates)[1].exit_code);
+    CHECK((*updates)[2].state == JobState::running);
+    CHECK((*updates)[3].state == JobState::unknown);
+    CHECK((*updates)[3].reason.find("keeps no accounting") != std::string::npos);
+    CHECK(f.host->calls.size() == 2);
+}
+
+TEST_CASE("check on 24.11 (recorded): the version from sinfo --version") {
+    Fixture f;
+    f.host->respond = [&](const Call& c) -> Result<net::ExecResult> {
+        CHECK(c.command == "'sinfo' '--version' && 'sbatch' '--version'");
+        return ok(fixture("version-24.11.txt"));
+    };
+    auto said = f.backend->check();
+    REQUIRE(said);
+    CHECK(*said == "Slurm 24.11.5 over SSH (u@login:22)");
+}
+
 TEST_CASE("refresh: squeue's 'Invalid job id' means none is held, and bad output is quoted") {
     Fixture f;
     f.host->respond = [&](const Call& c) -> Result<net::ExecResult> {
