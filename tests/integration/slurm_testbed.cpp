@@ -8,12 +8,6 @@
 
 namespace tandem_test {
 
-namespace {
-std::string pinned_api_line() {
-    const char* pinned = std::getenv("TANDEM_TEST_SLURM_API");
-    return pinned && *pinned ? std::string("      api_version: ") + pinned + "\n" : std::string();
-}
-} // namespace
 
 bool testbed_is_24() {
     const char* which = std::getenv("TANDEM_TEST_SLURM");
@@ -26,6 +20,17 @@ std::string slurm_release() {
 
 std::string testbed_script() {
     return std::string(TANDEM_SOURCE_DIR) + (testbed_is_24() ? "/scripts/testbed/slurm24" : "/scripts/testbed/slurm");
+}
+
+std::string rest_api_pin_line() {
+    const char* pinned = std::getenv("TANDEM_TEST_SLURM_API");
+    return pinned && *pinned ? std::string("      api_version: ") + pinned + "\n" : std::string();
+}
+
+std::string default_partition_line() {
+    // slurmrestd v0.0.40+ does not say which partition is the default: a user says it.
+    return testbed_is_24() ? "    default_partition: " + slurm_env().at("SLURM_DEFAULT_PARTITION") + "\n"
+                           : std::string();
 }
 
 bool slurm_accounting() {
@@ -102,11 +107,7 @@ SlurmHome::SlurmHome(const std::string& token, const std::string& url) {
                       env.at("SLURM_JWT_USER") +
                       "\n"
                       "      token_env: SLURM_JWT\n" +
-                      pinned_api_line() +
-                      // slurmrestd v0.0.40+ does not say which partition is the default: a user says it.
-                      (testbed_is_24() ? "    default_partition: " + env.at("SLURM_DEFAULT_PARTITION") + "\n"
-                                       : std::string()) +
-                      "    home: " +
+                      rest_api_pin_line() + default_partition_line() + "    home: " +
                       env.at("SLURM_USER_HOME") + "\n");
     options.env = home.base_env();
     options.env["SLURM_JWT"] = token.empty() ? env.at("SLURM_JWT") : token;

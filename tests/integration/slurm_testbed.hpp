@@ -23,6 +23,10 @@ std::string slurm_release(); // "22.05" or "24.11"
 bool slurm_accounting();
 // The REST API version tandem speaks to the testbed: the pinned one, else the newest the testbed serves.
 std::string slurm_rest_api();
+// Config lines every test's REST cluster carries: the pinned API version (under `rest:`, 6 spaces) and,
+// on 24.11 (slurmrestd v0.0.40+ does not say it), the default partition (cluster level, 4 spaces).
+std::string rest_api_pin_line();
+std::string default_partition_line();
 // Runs a Slurm client command (squeue, scontrol, sacct, ...) as root against the testbed: the host's
 // own clients for 22.05, the chroot's for 24.11 (a 22.05 client cannot talk to a 24.11 slurmctld).
 RunResult slurm_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout = 30s);

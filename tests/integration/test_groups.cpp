@@ -36,7 +36,8 @@ struct GroupLab {
                           "    rest:\n"
                           "      url: " + s.at("SLURM_REST_URL") + "\n"
                           "      user: " + s.at("SLURM_JWT_USER") + "\n"
-                          "      token_env: SLURM_JWT\n" + ssh +
+                          "      token_env: SLURM_JWT\n" + rest_api_pin_line() + ssh +
+                          default_partition_line() +
                           "    home: " + s.at("SLURM_USER_HOME") + "\n"
                           "  - name: k8s\n"
                           "    type: kubernetes\n"

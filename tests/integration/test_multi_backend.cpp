@@ -32,8 +32,8 @@ struct MultiHome {
                           "      user: " +
                           slurm.at("SLURM_JWT_USER") +
                           "\n"
-                          "      token_env: SLURM_JWT\n"
-                          "    home: " +
+                          "      token_env: SLURM_JWT\n" +
+                          rest_api_pin_line() + default_partition_line() + "    home: " +
                           slurm.at("SLURM_USER_HOME") +
                           "\n"
                           "  - name: k8s\n"
@@ -126,10 +126,17 @@ RunResult must(const std::vector<std::string>& argv) {
     return r;
 }
 
+// The same for a Slurm client command on the testbed (slurm_command).
+RunResult must_slurm(const std::vector<std::string>& argv) {
+    auto r = slurm_command(argv, 60s);
+    INFO(r);
+    REQUIRE(r.exit_code == 0);
+    return r;
+}
+
 // The Slurm job's state as slurmctld reports it ("CANCELLED", ...), or "" once it has left slurmctld.
 std::string slurm_state(const std::string& slurm_id) {
-    auto r =
-        run({"/usr/bin/scontrol", "show", "job", slurm_id, "--oneliner"}, RunOptions{{}, "", 30s, "", {}});
+    auto r = slurm_command({"scontrol", "show", "job", slurm_id, "--oneliner"});
     const auto at = r.out.find("JobState=");
     return at == std::string::npos ? "" : r.out.substr(at + 9, r.out.find(' ', at) - at - 9);
 }
@@ -200,16 +207,15 @@ TEST_CASE("a partition that refuses the job passes it to the next candidate, and
     // A partition the test user's group may not use: slurmctld refuses the submit (error 2003). Created
     // open, then closed: 22.05 refuses AllowGroups on create ("Invalid user id"). A run cut short may
     // have left it behind.
-    (void)run({"/usr/bin/scontrol", "delete", "PartitionName=locked"}, RunOptions{{}, "", 30s, "", {}});
-    must({"/usr/bin/scontrol", "create", "PartitionName=locked", "Nodes=gpu1,gpu2", "MaxTime=1-00:00:00",
-          "State=UP"});
+    (void)slurm_command({"scontrol", "delete", "PartitionName=locked"});
+    must_slurm({"scontrol", "create", "PartitionName=locked", "Nodes=gpu1,gpu2", "MaxTime=1-00:00:00",
+                "State=UP"});
     struct Drop {
         ~Drop() {
-            (void)run({"/usr/bin/scontrol", "delete", "PartitionName=locked"},
-                      RunOptions{{}, "", 30s, "", {}});
+            (void)slurm_command({"scontrol", "delete", "PartitionName=locked"});
         }
     } drop;
-    must({"/usr/bin/scontrol", "update", "PartitionName=locked", "AllowGroups=root"});
+    must_slurm({"scontrol", "update", "PartitionName=locked", "AllowGroups=root"});
 
     MultiHome lab;
     const auto file = lab.task("refused", "name: refused\nresources:\n  ordered:\n"

@@ -40,7 +40,9 @@ struct Lab24 {
         const auto& e = env24();
         const std::string rest = "clusters:\n  - name: lab24\n    type: slurm\n    rest:\n      url: " +
                                  e.at("SLURM_REST_URL") + "\n      user: " + e.at("SLURM_JWT_USER") +
-                                 "\n      token_env: SLURM_JWT\n    home: " + e.at("SLURM_USER_HOME") + "\n";
+                                 "\n      token_env: SLURM_JWT\n    home: " + e.at("SLURM_USER_HOME") +
+                                 // slurmrestd v0.0.40+ does not say which partition is the default
+                                 "\n    default_partition: cpu\n";
         home.write_config(rest_only ? rest : rest + "  - name: ssh24\n    type: slurm\n    ssh:\n      host: " +
                           e.at("SLURM_SSH_HOST") + "\n      port: \"" + e.at("SLURM_SSH_PORT") + "\"\n      user: " +
                           e.at("SLURM_SSH_USER") + "\n      identity_file: " + e.at("SLURM_SSH_KEY") +
