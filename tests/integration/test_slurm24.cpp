@@ -36,13 +36,13 @@ const std::map<std::string, std::string>& env24() {
 struct Lab24 {
     TempHome home;
     RunOptions options;
-    explicit Lab24(const std::string& token = "", bool rest_only = false) {
+    explicit Lab24(const std::string& token = "", bool rest_only = false, bool default_partition = true) {
         const auto& e = env24();
         const std::string rest = "clusters:\n  - name: lab24\n    type: slurm\n    rest:\n      url: " +
                                  e.at("SLURM_REST_URL") + "\n      user: " + e.at("SLURM_JWT_USER") +
-                                 "\n      token_env: SLURM_JWT\n    home: " + e.at("SLURM_USER_HOME") +
+                                 "\n      token_env: SLURM_JWT\n    home: " + e.at("SLURM_USER_HOME") + "\n" +
                                  // slurmrestd v0.0.40+ does not say which partition is the default
-                                 "\n    default_partition: cpu\n";
+                                 (default_partition ? "    default_partition: cpu\n" : "");
         home.write_config(rest_only ? rest : rest + "  - name: ssh24\n    type: slurm\n    ssh:\n      host: " +
                           e.at("SLURM_SSH_HOST") + "\n      port: \"" + e.at("SLURM_SSH_PORT") + "\"\n      user: " +
                           e.at("SLURM_SSH_USER") + "\n      identity_file: " + e.at("SLURM_SSH_KEY") +
@@ -92,8 +92,16 @@ TEST_CASE("24.11: check names the versions, and both transports reach the cluste
     auto r = lab.tandem({"check"});
     INFO(r);
     REQUIRE(r.exit_code == 0);
-    CHECK(contains(r.out, "API v0.0.4")); // the newest API tandem speaks that the server offers
+    CHECK(contains(r.out, "API v0.0.42")); // the newest API tandem speaks that the server offers
     CHECK(contains(r.out, "Slurm 24.11"));
+    CHECK_FALSE(contains(r.out, "default partition unknown"));
+
+    // Without default_partition, check says that tandem cannot know where a plain sbatch goes.
+    Lab24 unset("", true, false);
+    auto u = unset.tandem({"check"});
+    INFO(u);
+    REQUIRE(u.exit_code == 0);
+    CHECK(contains(u.out, "default partition unknown over this API (set default_partition)"));
 }
 
 TEST_CASE("24.11: a 2-node GPU job exiting 3 is followed to its end, over REST and over SSH") {
