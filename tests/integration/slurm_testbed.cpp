@@ -1,6 +1,7 @@
 #include "slurm_testbed.hpp"
 
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -20,6 +21,55 @@ std::string slurm_release() {
 
 std::string testbed_script() {
     return std::string(TANDEM_SOURCE_DIR) + (testbed_is_24() ? "/scripts/testbed/slurm24" : "/scripts/testbed/slurm");
+}
+
+std::vector<std::pair<std::string, std::string>> slurm_jobs_named(const std::string& name) {
+    std::map<long, std::string> by_id;
+    auto add = [&](const std::string& id, const std::string& state) {
+        if (!id.empty() && id.find_first_not_of("0123456789") == std::string::npos) {
+            by_id.emplace(std::stol(id), state); // the first source wins
+        }
+    };
+    auto add_lines = [&](const std::string& out) {
+        std::istringstream lines(out);
+        for (std::string line; std::getline(lines, line);) {
+            const auto bar = line.find('|');
+            if (bar != std::string::npos) {
+                add(line.substr(0, bar), line.substr(bar + 1));
+            }
+        }
+    };
+    if (slurm_accounting()) {
+        auto r = slurm_command({"sacct", "-a", "-X", "-n", "-P", "--name", name, "-S", "now-1hours", "-o",
+                                "JobID,State"});
+        INFO(r);
+        REQUIRE(r.exit_code == 0);
+        add_lines(r.out);
+    } else {
+        auto r = slurm_command({"squeue", "-h", "-t", "all", "-n", name, "-o", "%i|%T"});
+        INFO(r);
+        REQUIRE(r.exit_code == 0);
+        add_lines(r.out);
+        // Jobs that ended (and may have left slurmctld): "JobId=7 ... Name=NAME JobState=CANCELLED ...".
+        std::ifstream log(slurm_env().at("SLURM_JOBCOMP"));
+        for (std::string line; std::getline(log, line);) {
+            std::map<std::string, std::string> fields;
+            std::istringstream words(line);
+            for (std::string word; words >> word;) {
+                if (const auto eq = word.find('='); eq != std::string::npos) {
+                    fields.emplace(word.substr(0, eq), word.substr(eq + 1));
+                }
+            }
+            if (fields["Name"] == name) {
+                add(fields["JobId"], fields["JobState"]);
+            }
+        }
+    }
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& [id, state] : by_id) {
+        out.emplace_back(std::to_string(id), state);
+    }
+    return out;
 }
 
 std::string rest_api_pin_line() {

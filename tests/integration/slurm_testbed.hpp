@@ -4,6 +4,8 @@
 
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "../cli/run_tandem.hpp"
 
@@ -23,6 +25,10 @@ std::string slurm_release(); // "22.05" or "24.11"
 bool slurm_accounting();
 // The REST API version tandem speaks to the testbed: the pinned one, else the newest the testbed serves.
 std::string slurm_rest_api();
+// Every job called `name` slurmctld took in the last hour, as (job id, state), ordered by id: from
+// accounting (sacct) where the testbed has it, else from squeue plus the job completion log.
+std::vector<std::pair<std::string, std::string>> slurm_jobs_named(const std::string& name);
+
 // Config lines every test's REST cluster carries: the pinned API version (under `rest:`, 6 spaces) and,
 // on 24.11 (slurmrestd v0.0.40+ does not say it), the default partition (cluster level, 4 spaces).
 std::string rest_api_pin_line();

@@ -34,7 +34,7 @@ struct FaultHome {
                           "    rest:\n"
                           "      url: " + s.at("SLURM_REST_URL") + "\n"
                           "      user: " + s.at("SLURM_JWT_USER") + "\n"
-                          "      token_env: SLURM_JWT\n"
+                          "      token_env: SLURM_JWT\n" + rest_api_pin_line() + default_partition_line() +
                           "    home: " + s.at("SLURM_USER_HOME") + "\n"
                           "  - name: ssh\n"
                           "    type: slurm\n"
@@ -129,17 +129,8 @@ struct FaultHome {
 // How many jobs called `name` the cluster behind `cluster` ever took.
 int remote_count(const std::string& cluster, const std::string& name) {
     if (cluster == "rest" || cluster == "ssh") {
-        // Accounting has every job slurmctld took, ended or not (sacct as root sees every user's).
-        auto r = run({"/usr/bin/sacct", "-a", "-X", "-n", "-P", "--name", name, "-S", "now-1hours", "-o",
-                      "JobID"},
-                     RunOptions{{}, "", 30s, "", {}});
-        INFO(r);
-        REQUIRE(r.exit_code == 0);
-        int n = 0;
-        for (char c : r.out) {
-            n += c == '\n';
-        }
-        return n;
+        // Every job slurmctld took, ended or not (accounting, or squeue and the job completion log).
+        return static_cast<int>(slurm_jobs_named(name).size());
     }
     if (cluster == "k8s") {
         auto r = kubectl({"get", "jobs", "-o", "json"});
@@ -321,9 +312,8 @@ TEST_CASE("cancel of a job whose launch is still submitting: what the launch sub
         } else if (cluster != "local") {
             std::string state;
             for (int i = 0; i < 40; ++i) {
-                auto q = run({"/usr/bin/sacct", "-a", "-X", "-n", "-P", "--name", name, "-o", "State"},
-                             RunOptions{{}, "", 30s, "", {}});
-                state = q.out;
+                const auto jobs = slurm_jobs_named(name);
+                state = jobs.empty() ? std::string() : jobs.front().second;
                 if (state.rfind("CANCELLED", 0) == 0) {
                     break;
                 }
