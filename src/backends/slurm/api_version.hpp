@@ -2,7 +2,8 @@
 // Which slurmrestd OpenAPI version to speak. slurmrestd serves one path tree per loaded plugin
 // (/slurm/v0.0.38/..., /slurm/v0.0.40/...) and lists them all in GET /openapi/v3. Slurm 22.05 offers
 // v0.0.36-v0.0.38, 23.02 adds v0.0.39, 23.11 adds v0.0.40, 24.05 adds v0.0.41 and drops v0.0.38,
-// 24.11 adds v0.0.42 and drops v0.0.39, 25.05 adds v0.0.43 and drops v0.0.40 (docs/SLURM_VERSIONS.md).
+// 24.11 adds v0.0.42 and drops v0.0.39, 25.05 adds v0.0.43 (v0.0.40 deprecated from 25.05.1; see
+// docs/SLURM_VERSIONS.md).
 // tandem speaks v0.0.42, v0.0.41, v0.0.40 and v0.0.38 and prefers the newest the server offers, unless
 // the cluster's rest.api_version pins one.
 
