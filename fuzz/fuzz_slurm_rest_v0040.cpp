@@ -25,6 +25,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         fuzz::check(fuzz::one_line(error->message), "response_error: one line", error->message);
     }
     fuzz::check_error_one_line(choose_api_version(body), "choose_api_version: error is one line");
+    fuzz::check_error_one_line(choose_api_version(body, "v0.0.41"), "pinned choose_api_version: one line");
+    if (const auto refused = v0040::cancel_refusal(body)) {
+        fuzz::check(fuzz::one_line(*refused), "cancel_refusal: one line", *refused);
+    }
     (void)rest::latest_job_event(body);
     return 0;
 }

@@ -8,16 +8,16 @@
 
 #include <fmt/format.h>
 
+#include "backends/slurm/rest_json.hpp"
+
 namespace tandem::slurm {
 
 namespace {
 
 tl::unexpected<Error> bad(std::string_view hostlist, std::string_view why) {
     // One line, also when slurmrestd's text holds a line break: `why` may quote a piece of the list too.
-    std::string message = fmt::format("slurm: cannot read host list '{}': {}", hostlist, why);
-    std::replace_if(
-        message.begin(), message.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
-    return fail(ErrorKind::remote, std::move(message));
+    return fail(ErrorKind::remote,
+                rest::one_line(fmt::format("slurm: cannot read host list '{}': {}", hostlist, why)));
 }
 
 // Top-level names are separated by commas outside brackets.

@@ -166,10 +166,13 @@ std::optional<Error> response_error(const nlohmann::json& body) {
         }
         message += (message.empty() ? "" : "; ") + one;
     }
-    // One line, also when slurmrestd's text holds line breaks.
+    return Error{kind, "slurm: " + one_line(std::move(message)), {}};
+}
+
+std::string one_line(std::string text) {
     std::replace_if(
-        message.begin(), message.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
-    return Error{kind, "slurm: " + message, {}};
+        text.begin(), text.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+    return text;
 }
 
 ExitInfo decode_wait_status(std::int64_t status) {

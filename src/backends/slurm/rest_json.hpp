@@ -37,6 +37,9 @@ const nlohmann::json& at_path(const nlohmann::json& object, std::initializer_lis
 // job (1 MB for 100 jobs); a refresh parses only these.
 bool is_job_field(std::string_view key);
 
+// `text` with its line breaks as spaces: a server's text quoted in an Error stays one line.
+std::string one_line(std::string text);
+
 // errors[] as one classified error (nullopt when the list is empty or absent). Slurm's "Invalid job id
 // specified" (2017) is not_found; everything else is remote.
 std::optional<Error> response_error(const nlohmann::json& body);

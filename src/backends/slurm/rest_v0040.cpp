@@ -2,7 +2,6 @@
 
 #include "backends/slurm/rest_v0040.hpp"
 
-#include <algorithm>
 #include <cctype>
 
 #include <fmt/format.h>
@@ -271,10 +270,7 @@ std::optional<std::string> cancel_refusal(const json& body) {
         if (message.empty()) {
             message = rest::text(error, "string");
         }
-        std::string line = fmt::format("{} (error {})", message.empty() ? "no message" : message, *code);
-        std::replace_if(
-            line.begin(), line.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
-        return line;
+        return rest::one_line(fmt::format("{} (error {})", message.empty() ? "no message" : message, *code));
     }
     return std::nullopt;
 }
