@@ -1,5 +1,6 @@
 #include "cli/app.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -9,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
+#include "backends/slurm/remote_upload.hpp"
 #include "cli/output.hpp"
 
 namespace tandem::cli {
@@ -26,6 +28,8 @@ constexpr CommandEntry k_commands[] = {
     {"launch", "Submit a task (SkyPilot task YAML) to the best cluster and follow it", setup_launch},
     {"status", "Show jobs and their states across every cluster", setup_status},
     {"logs", "Print or follow a job's output", setup_logs},
+    {"exec", "Run one command beside a running job (stdout, stderr and exit code kept)", setup_exec},
+    {"shell", "Open an interactive shell on a running job's node", setup_shell},
     {"cancel", "Cancel jobs", setup_cancel},
     {"plan", "Dry run: show where a task would run, why, and what would be submitted", setup_plan},
     {"check", "Check that each configured cluster is reachable and accepts our credentials", setup_check},
@@ -69,6 +73,12 @@ namespace {
 // The command itself, with its Context (and so the job store) closed before it returns.
 int run_action(const Action& action) {
     try {
+        if (stderr_is_terminal()) { // a progress line for uploads; nothing when stderr is a file or pipe
+            slurm::set_upload_progress([](const std::string& line, bool done) {
+                std::fprintf(stderr, "\r\033[K%s%s", line.c_str(), done ? "\n" : "");
+                std::fflush(stderr);
+            });
+        }
         auto ctx = Context::create();
         if (!ctx) {
             print_error(ctx.error());
@@ -103,8 +113,17 @@ int run(int argc, char** argv) {
         CLI::App* command = app.add_subcommand(entry.name, entry.summary);
         entry.setup(*command, action);
     }
+    // `tandem exec JOB -- CMD...`: the words after `--` are the command's, untouched.
+    std::vector<std::string> args(argv + 1, argv + argc);
+    if (auto exec = std::find(args.begin(), args.end(), "exec"); exec != args.end()) {
+        if (auto dashes = std::find(exec, args.end(), "--"); dashes != args.end()) {
+            set_exec_command_tail(std::vector<std::string>(dashes + 1, args.end()));
+            args.erase(dashes, args.end());
+        }
+    }
+    std::reverse(args.begin(), args.end()); // CLI11 takes the arguments last first
     try {
-        app.parse(argc, argv);
+        app.parse(args);
     } catch (const CLI::CallForHelp& e) {
         return app.exit(e);
     } catch (const CLI::CallForAllHelp& e) {

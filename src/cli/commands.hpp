@@ -2,6 +2,8 @@
 // The command table: every subcommand is one row in app.cpp and one file here (vcpkg's command table).
 
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "cli/context.hpp"
 #include "core/error.hpp"
@@ -19,6 +21,10 @@ using CommandSetup = void (*)(CLI::App& command, Action& action);
 void setup_launch(CLI::App& command, Action& action);
 void setup_status(CLI::App& command, Action& action);
 void setup_logs(CLI::App& command, Action& action);
+void setup_exec(CLI::App& command, Action& action);
+void setup_shell(CLI::App& command, Action& action);
+// The words after `--` of `tandem exec JOB -- CMD...`, taken off the command line before parsing.
+void set_exec_command_tail(std::vector<std::string> words);
 void setup_cancel(CLI::App& command, Action& action);
 void setup_plan(CLI::App& command, Action& action);
 void setup_check(CLI::App& command, Action& action);

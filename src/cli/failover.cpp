@@ -168,7 +168,7 @@ Status Failover::submit(std::optional<Result<std::string>> first) {
             }
             return fail(ErrorKind::remote, fmt::format("job {} was cancelled while being placed", m_job.id));
         }
-        if (!e.refused && is_retryable(e.kind)) {
+        if (!e.refused && !e.before_submit && is_retryable(e.kind)) {
             // The connection failed or timed out around the submit: the cluster may have taken the job all
             // the same. Guessing FAILED could leave it running unseen; the job stays PENDING, and `status`
             // asks the cluster for its token (find_submitted) once it answers.

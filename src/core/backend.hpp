@@ -32,6 +32,30 @@ using LogSink = std::function<bool(std::string_view)>;
 // ends the watch.
 using WatchSink = std::function<bool(const std::vector<JobUpdate>&)>;
 
+// `tandem exec` / `tandem shell`: a command (empty: the user's login shell) run beside a running job, on
+// the node of rank `node`.
+struct ExecRequest {
+    std::vector<std::string> command;
+    int node = 0;
+    bool tty = false; // a pseudo-terminal (shell): stdout and stderr come together
+};
+
+struct TtySize {
+    int columns = 80;
+    int rows = 24;
+};
+
+// Where an exec's bytes go: `input_fd` (-1: none) is forwarded until its end; `resized` is asked for a
+// new terminal size between reads.
+struct ExecIo {
+    int input_fd = -1;
+    std::function<void(std::string_view)> out;
+    std::function<void(std::string_view)> err;
+    TtySize size;
+    std::string term = "xterm";
+    std::function<std::optional<TtySize>()> resized;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -75,6 +99,14 @@ public:
         (void)channel;
         (void)book;
         return fail(ErrorKind::invalid_spec, cluster() + ": this backend cannot run job group members");
+    }
+
+    // Runs `request` beside the running `job` and returns the command's exit status.
+    virtual Result<int> exec(const JobRecord& job, const ExecRequest& request, ExecIo& io) {
+        (void)job;
+        (void)request;
+        (void)io;
+        return fail(ErrorKind::invalid_spec, cluster() + ": this backend cannot run a command beside a job");
     }
 
     // Removes what publish() left on the cluster once the group has ended (nothing where the channel goes

@@ -73,8 +73,13 @@ bool has_disk_size(const TaskSpec&, const Resources& r) {
 bool is_multi_node(const TaskSpec& spec, const Resources&) {
     return spec.num_nodes > 1;
 }
+// A local source is a path; `s3://...` and storage objects ({source, name, store, mode}) are not.
+bool is_local_source(const nlohmann::json& v) {
+    return v.is_string() && v.get<std::string>().find("://") == std::string::npos;
+}
 bool has_file_mounts(const TaskSpec& spec, const Resources&) {
-    return !spec.file_mounts.empty();
+    return std::any_of(spec.file_mounts.begin(), spec.file_mounts.end(),
+                       [](const auto& m) { return is_local_source(m.second); });
 }
 bool wants_fractional_gpu(const TaskSpec&, const Resources& r) {
     return std::any_of(r.accelerators.begin(), r.accelerators.end(),
@@ -173,7 +178,8 @@ const std::array<FieldRule, 19> k_rules{{
      {"this machine's disk is used as it is", {}, "pods use the node's disks as the cluster sets them up"}},
     {"file_mounts",
      has_file_mounts,
-     {"file_mounts are not supported on local yet", "file_mounts are not supported on slurm yet",
+     {"the task runs on this machine, where its files already are: use their paths",
+      k_yes, // over SSH (a REST-only cluster says so at submit)
       "file_mounts are not supported on k8s yet"},
      {}},
     // Accepted everywhere it applies, without effect: `plan` lists them.
@@ -228,6 +234,22 @@ std::vector<Unsupported> collect(const TaskSpec& spec, const Resources& resource
         }
         out.push_back({std::string(rule.field),
                        fmt::format("{} on {}: {}", refused ? "not supported" : "ignored", to_string(kind), why)});
+    }
+    // Object stores and SkyPilot storage objects: tandem copies local files only, on every backend.
+    for (const auto& [destination, value] : refused ? spec.file_mounts : std::map<std::string, nlohmann::json>{}) {
+        if (is_local_source(value)) {
+            continue;
+        }
+        std::string source = value.is_string() ? value.get<std::string>()
+                                   : value.is_object() && value.contains("source") && value["source"].is_string()
+                                       ? value["source"].get<std::string>()
+                                       : std::string("a storage object");
+        std::replace_if(source.begin(), source.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; }, '?');
+        out.push_back({"file_mounts." + destination,
+                       fmt::format("not supported on {}: {} is an object store or a SkyPilot storage object; tandem "
+                                   "copies local files and folders only (fetch it in setup, e.g. with the store's "
+                                   "CLI)",
+                                   to_string(kind), source)});
     }
     return out;
 }

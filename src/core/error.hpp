@@ -32,10 +32,18 @@ struct Error {
     // Set by submit(): the backend answered and declined this job here (capacity, quota, partition,
     // admission). Nothing was created, and another cluster may take it: launch fails over.
     bool refused = false;
+    // Set by submit() when it failed before anything reached the scheduler (an upload that broke off):
+    // the job was not submitted, so it fails here rather than waiting to be found on the cluster.
+    bool before_submit = false;
 };
 
 inline Error refusal(Error e) {
     e.refused = true;
+    return e;
+}
+
+inline Error before_submit(Error e) {
+    e.before_submit = true;
     return e;
 }
 

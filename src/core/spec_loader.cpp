@@ -166,6 +166,8 @@ std::string default_name(const std::string& file) {
 }
 
 // Checks that need the whole spec: presence of run/setup, name shape, workdir on disk.
+void resolve_file_mounts(TaskSpec& spec, const LoadOptions& options, std::vector<Diagnostic>& diags);
+
 void final_checks(TaskSpec& spec, const LoadOptions& options, std::vector<Diagnostic>& diags) {
     if (spec.run.empty() && spec.setup.empty()) {
         diags.push_back(
@@ -192,6 +194,45 @@ void final_checks(TaskSpec& spec, const LoadOptions& options, std::vector<Diagno
         } else {
             spec.workdir = p.string();
         }
+    }
+    resolve_file_mounts(spec, options, diags);
+}
+
+// file_mounts: a local source (a path, `~/...`, or relative to the current directory, as SkyPilot reads
+// it) must exist and becomes absolute; object-store URLs and storage objects stay as written (each
+// backend says whether it can take them). Destinations are paths: absolute, `~/...`, or relative to the
+// home folder where the task runs.
+void resolve_file_mounts(TaskSpec& spec, const LoadOptions& options, std::vector<Diagnostic>& diags) {
+    for (auto& [destination, value] : spec.file_mounts) {
+        const std::string field = "file_mounts." + destination;
+        if (destination.empty() ||
+            std::any_of(destination.begin(), destination.end(), [](unsigned char c) { return c < 0x20; })) {
+            diags.push_back(Diagnostic{spec.location_of(field), "file_mounts",
+                                       "a destination must be a path (absolute, ~/..., or relative to the home "
+                                       "folder)"});
+            continue;
+        }
+        if (!value.is_string()) {
+            continue;
+        }
+        const std::string source = value.get<std::string>();
+        if (source.find("://") != std::string::npos) {
+            continue;
+        }
+        std::filesystem::path p(source);
+        if (source == "~" || source.rfind("~/", 0) == 0) {
+            const char* home = std::getenv("HOME");
+            p = std::filesystem::path(home ? home : "/") / source.substr(std::min<std::size_t>(2, source.size()));
+        } else if (p.is_relative()) {
+            p = std::filesystem::path(options.base_dir) / p;
+        }
+        std::error_code ec;
+        p = std::filesystem::weakly_canonical(p, ec);
+        if (source.empty() || ec || !std::filesystem::exists(p, ec)) {
+            diags.push_back(Diagnostic{spec.location_of(field), field, fmt::format("'{}' does not exist", source)});
+            continue;
+        }
+        value = p.string();
     }
 }
 

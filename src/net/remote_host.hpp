@@ -20,6 +20,30 @@ struct ExecResult {
     std::string err;     // its stderr, whole
 };
 
+struct TerminalSize {
+    int columns = 80;
+    int rows = 24;
+};
+
+// A command whose input and output stream (an upload's tar, `tandem exec`, `tandem shell`).
+struct ExecStreams {
+    // Its stdin: `produce` fills up to `capacity` bytes and returns how many, 0 at the end (an error
+    // stops the command and is returned); or `input_fd`, read whenever it is readable until its end (a
+    // terminal). Neither: stdin is closed at once.
+    std::function<Result<std::size_t>(char* buffer, std::size_t capacity)> produce;
+    int input_fd = -1;
+    // Its stdout and stderr as they arrive (with a pty, both come on `out`).
+    std::function<void(std::string_view)> out;
+    std::function<void(std::string_view)> err;
+    // A pseudo-terminal of this size for the command (`term` is its TERM), and a check for a new size,
+    // made between reads.
+    std::optional<TerminalSize> pty;
+    std::string term = "xterm";
+    std::function<std::optional<TerminalSize>()> resized;
+    // An interactive command may stay quiet for ever; otherwise the host's I/O timeout applies.
+    bool interactive = false;
+};
+
 struct RemoteFileInfo {
     std::uint64_t size = 0;
     std::int64_t mtime = 0; // Unix seconds
@@ -37,6 +61,14 @@ public:
     // in it must already be quoted with slurm::shell_quote or equivalent). `input` is written to its stdin,
     // then stdin is closed. A non-zero exit status is not an error: the caller reads it.
     virtual Result<ExecResult> exec(const std::string& command, std::string_view input = {}) = 0;
+
+    // Runs `command` (a shell command line, as for exec) with streamed input and output; returns its exit
+    // status (128+N when killed by signal N).
+    virtual Result<int> exec_streaming(const std::string& command, ExecStreams& io) {
+        (void)command;
+        (void)io;
+        return fail(ErrorKind::internal, describe() + ": streaming commands are not supported here");
+    }
 
     // SFTP. A missing path is nullopt, not an error.
     virtual Result<std::optional<RemoteFileInfo>> stat(const std::string& path) = 0;

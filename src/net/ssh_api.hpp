@@ -48,6 +48,8 @@ namespace tandem::net {
     X(channel_open_ex)                                                                                       \
     X(channel_direct_tcpip_ex)                                                                               \
     X(channel_process_startup)                                                                               \
+    X(channel_request_pty_ex)                                                                                \
+    X(channel_request_pty_size_ex)                                                                           \
     X(channel_read_ex)                                                                                       \
     X(channel_write_ex)                                                                                      \
     X(channel_send_eof)                                                                                      \

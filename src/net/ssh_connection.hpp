@@ -49,4 +49,33 @@ struct SshHost::Impl {
     unsigned long sftp_status() const;
 };
 
+// Frees what a call opened (a channel, an SFTP handle) at scope exit, unless the connection it lived on was
+// dropped meanwhile (libssh2_session_free has freed it then).
+template <class Free> class OnExit {
+public:
+    OnExit(SshHost::Impl& impl, Free free) : m_impl(impl), m_conn(impl.conn.get()), m_free(std::move(free)) {}
+    ~OnExit() {
+        if (m_impl.conn.get() == m_conn && m_conn) {
+            m_free(*m_conn->target, SshClock::now() + std::chrono::seconds(2));
+        }
+    }
+    OnExit(const OnExit&) = delete;
+    OnExit& operator=(const OnExit&) = delete;
+
+private:
+    SshHost::Impl& m_impl;
+    SshConnection* m_conn;
+    Free m_free;
+};
+
+inline LIBSSH2_CHANNEL* open_session(LIBSSH2_SESSION* s) {
+    return libssh2().channel_open_ex(s, "session", sizeof("session") - 1, LIBSSH2_CHANNEL_WINDOW_DEFAULT,
+                                     LIBSSH2_CHANNEL_PACKET_DEFAULT, nullptr, 0);
+}
+
+inline auto channel_freer(LIBSSH2_CHANNEL* ch) {
+    return [ch](SshSession& s, SshClock::time_point d) {
+        s.retry([&] { return libssh2().channel_free(ch); }, d);
+    };
+}
 } // namespace tandem::net

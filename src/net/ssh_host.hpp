@@ -44,6 +44,7 @@ public:
 
     std::string describe() const override;
     Result<ExecResult> exec(const std::string& command, std::string_view input = {}) override;
+    Result<int> exec_streaming(const std::string& command, ExecStreams& io) override;
     Result<std::optional<RemoteFileInfo>> stat(const std::string& path) override;
     Result<std::optional<std::string>> read(const std::string& path, std::uint64_t offset,
                                             std::uint64_t max_bytes) override;

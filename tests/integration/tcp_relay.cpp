@@ -110,6 +110,9 @@ void TcpRelay::serve(int client) {
                 break;
             }
             int to = i == 0 ? upstream : client;
+            if (i == 0) {
+                m_bytes_up += static_cast<std::uint64_t>(n);
+            }
             for (ssize_t off = 0; off < n;) {
                 ssize_t w = ::send(to, buf + off, static_cast<size_t>(n - off), MSG_NOSIGNAL);
                 if (w <= 0) {

@@ -5,6 +5,7 @@
 // silent network partition).
 
 #include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -20,6 +21,8 @@ public:
 
     int port() const { return m_port; }
     int accepted() const { return m_accepted.load(); }
+    // Bytes relayed from clients to the server so far (what a client sent).
+    std::uint64_t bytes_up() const { return m_bytes_up.load(); }
     void cut_all();                  // closes every current connection, both ways
     void freeze(bool frozen = true); // stops moving bytes on every connection, current and new
     // Closes the next `n` connections as soon as they are accepted, before any byte (as sshd does to
@@ -35,6 +38,7 @@ private:
     std::atomic<bool> m_stop{false};
     std::atomic<bool> m_frozen{false};
     std::atomic<int> m_accepted{0};
+    std::atomic<std::uint64_t> m_bytes_up{0};
     std::atomic<int> m_close_next{0};
     std::mutex m_mutex;
     std::vector<int> m_fds; // every open socket of every relayed connection

@@ -28,6 +28,17 @@ constexpr std::string_view k_node_git =
 cd "$TANDEM_GIT_DIR/rank-$SLURM_NODEID" || exit 1
 )";
 
+// file_mounts: each node copies a mount's content from the upload cache in the shared home to its
+// destination (absolute, `~/...`, or relative to the home, as in SkyPilot), before setup.
+constexpr std::string_view k_node_mount_function =
+    R"sh(tandem_mount() {
+    case "$2" in "~") d=$HOME ;; "~/"*) d=$HOME/${2#"~/"} ;; /*) d=$2 ;; *) d=$HOME/$2 ;; esac
+    if [ "$3" = dir ]; then mkdir -p "$d" && cp -a "$1/." "$d/"; else mkdir -p "$(dirname "$d")" && cp -a "$1" "$d"; fi && return 0
+    echo "tandem: file_mounts: cannot copy $2 into place on $(hostname)" >&2
+    return 1
+}
+)sh";
+
 constexpr std::string_view k_node_program =
     R"(rc=0
 if [ -n "$1" ]; then /bin/bash -c "$1" tandem-setup; rc=$?; fi
@@ -239,6 +250,13 @@ Result<std::string> render_sbatch_script(const TaskSpec& spec, const SubmitPlan&
          "# exits with the highest exit code, so the job's is run's (or setup's) even when all nodes fail "
          "alike.\n";
     std::string node(k_node_rank);
+    if (!plan.file_mounts.empty()) {
+        node += k_node_mount_function;
+        for (const auto& m : plan.file_mounts) {
+            node += fmt::format("tandem_mount {} {} {} || exit 1\n", shell_quote(m.source), shell_quote(m.destination),
+                                m.single_file ? "file" : "dir");
+        }
+    }
     if (!spec.group_channel.empty()) {
         // A job group member: every node waits for the group's addresses, which tandem writes to the
         // shared home once every member has its nodes (core/job_group.hpp).

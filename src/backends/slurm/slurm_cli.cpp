@@ -158,6 +158,30 @@ std::string sbatch_input(const std::vector<std::string>& secret_values, std::str
     return in;
 }
 
+std::string srun_beside_command(const std::string& job_id, const std::string& node, bool tty,
+                                const std::vector<std::string>& command) {
+    std::vector<std::string> words{"srun", "--jobid=" + job_id, "--overlap", "--nodes=1", "--ntasks=1",
+                                   "--nodelist=" + node, "--quiet"};
+    if (tty) {
+        words.push_back("--pty");
+    }
+    std::string line = command_line(words);
+    if (command.empty()) {
+        return line + " \"${SHELL:-/bin/bash}\" -l"; // the login node's idea of the user's shell
+    }
+    line += " -- " + command_line(command);
+    if (tty) {
+        return line;
+    }
+    // srun adds "srun: error: NODE: task 0: Exited with exit code N" (even with --quiet) to a failing
+    // command's stderr: taken out, so stderr is the command's own. sed -u passes every other byte as it
+    // comes (a last line without a newline stays so); the exit status goes round the pipe in a file.
+    return "s=$(mktemp) || exit 255; { { " + line +
+           " 2>&1 1>&3 3>&-; echo \"$?\" >\"$s\"; } | sed -u -E '/^srun: error: [^ :]+: tasks? [0-9,-]+: "
+           "(Exited with exit code [0-9]+|Killed|Terminated|Interrupt|Hangup|Aborted|Segmentation fault)$/d' "
+           ">&2; } 3>&1; rc=$(cat \"$s\"); rm -f \"$s\"; exit \"${rc:-255}\"";
+}
+
 std::string squeue_command(const std::vector<std::string>& job_ids) {
     std::string ids;
     for (const auto& id : job_ids) {

@@ -32,6 +32,12 @@ std::string sbatch_command(const std::vector<std::string>& secret_names);
 // The stdin for sbatch_command: each secret value NUL-terminated, then the script.
 std::string sbatch_input(const std::vector<std::string>& secret_values, std::string_view script);
 
+// `tandem exec` / `tandem shell` beside a running job: a job step on one node of its allocation that
+// shares its resources (--overlap, Slurm 20.11+), with a pseudo-terminal for a shell. An empty `command`
+// is the user's login shell.
+std::string srun_beside_command(const std::string& job_id, const std::string& node, bool tty,
+                                const std::vector<std::string>& command);
+
 // One squeue call for the given Slurm job ids (all states, so ended jobs still held are seen).
 std::string squeue_command(const std::vector<std::string>& job_ids);
 // Every job of the calling user with its comment, to find a submit by its token.

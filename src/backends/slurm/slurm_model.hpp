@@ -15,6 +15,14 @@
 namespace tandem::slurm {
 
 // What the sbatch script and the submit payload are made from: the spec and placement, resolved.
+// A file mount's content, unpacked on the cluster (`source`), and where the job script copies it on every
+// node before setup (`destination` as the task wrote it: absolute, `~/...`, or relative to the home).
+struct MountCopy {
+    std::string source;
+    std::string destination;
+    bool single_file = false;
+};
+
 struct SubmitPlan {
     std::int64_t tandem_id = 0;
     std::string submit_token; // random, written to the job's comment: finds a submit that was retried
@@ -40,6 +48,7 @@ struct SubmitPlan {
     // A job group member on a cluster tandem reaches only through slurmrestd: its address book arrives
     // in the job's comment (see group_channel.hpp), which each node reads with scontrol.
     bool group_book_in_comment = false;
+    std::vector<MountCopy> file_mounts;
 };
 
 struct SlurmJob {

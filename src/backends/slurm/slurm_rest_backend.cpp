@@ -28,7 +28,8 @@
 #include "backends/slurm/sbatch_script.hpp"
 #include "backends/slurm/slurm_inventory.hpp"
 #include "backends/slurm/submit_plan.hpp"
-#include "backends/slurm/workdir_upload.hpp"
+#include "backends/slurm/remote_upload.hpp"
+#include "backends/slurm/slurm_exec.hpp"
 #include "core/quantity.hpp"
 
 namespace tandem::slurm {
@@ -325,11 +326,13 @@ Result<SubmitPlan> SlurmRestBackend::submit_plan(const TaskSpec& spec, const Pla
 Result<SlurmRestBackend::Prepared> SlurmRestBackend::prepare_submit(const TaskSpec& spec,
                                                                     const Placement& placement,
                                                                     std::int64_t job_id, bool mask_secrets,
-                                                                    const std::string& token) {
+                                                                    const std::string& token,
+                                                                    const std::vector<MountCopy>& mounts) {
     auto plan = submit_plan(spec, placement, job_id, token);
     if (!plan) {
         return tl::unexpected(plan.error());
     }
+    plan->file_mounts = mounts;
     // slurmrestd takes a job's options from the JSON description and reads no #SBATCH line of the
     // script, so an option it has no field for cannot be passed on.
     if (!plan->extra_options.empty()) {
@@ -406,14 +409,16 @@ Result<std::optional<std::string>> SlurmRestBackend::find_submitted(const JobRec
 
 Result<std::string> SlurmRestBackend::submit(const TaskSpec& given, const Placement& placement,
                                              std::int64_t job_id, const std::string& token) {
-    // With ssh: the workdir is copied to the cluster first and the job runs in the copy.
-    auto uploaded = with_uploaded_workdir(m_files.get(), given, m_settings.home,
-                                          m_settings.workdir_limit_bytes, m_cluster);
+    // With ssh: the workdir and file_mounts are sent to the cluster first and the job runs in its copy.
+    std::vector<MountCopy> mounts;
+    auto uploaded =
+        with_uploads(m_files.get(), given, m_settings.home, m_settings.workdir_limit_bytes,
+                     token.empty() ? random_submit_token() : "tandem-" + token, m_cluster, mounts);
     if (!uploaded) {
         return tl::unexpected(uploaded.error());
     }
     const TaskSpec& spec = *uploaded;
-    auto prepared = prepare_submit(spec, placement, job_id, false, token);
+    auto prepared = prepare_submit(spec, placement, job_id, false, token, mounts);
     if (!prepared) {
         return tl::unexpected(prepared.error());
     }
@@ -467,6 +472,24 @@ Result<std::optional<std::vector<std::string>>> SlurmRestBackend::hosts(const Jo
         return tl::unexpected(listed.error());
     }
     return running_hosts(*listed, job.remote_id, m_cluster);
+}
+
+Result<int> SlurmRestBackend::exec(const JobRecord& job, const ExecRequest& request, ExecIo& io) {
+    if (!m_files) {
+        return fail(ErrorKind::invalid_spec,
+                    fmt::format("cluster {} is reached over slurmrestd only, which runs no interactive steps",
+                                m_cluster),
+                    "add ssh: to the cluster in config.yaml (exec and shell run srun on the login node)");
+    }
+    auto nodes = hosts(job);
+    if (!nodes) {
+        return tl::unexpected(nodes.error());
+    }
+    if (!*nodes) {
+        return fail(ErrorKind::invalid_spec, fmt::format("job {} is not running on cluster {}: nothing to run a "
+                                                         "command beside", job.id, m_cluster));
+    }
+    return exec_beside_job(*m_files, job, **nodes, request, io, m_cluster);
 }
 
 // slurmrestd cannot write a file: the book goes over the cluster's ssh: host when it has one, else into

@@ -37,6 +37,7 @@ public:
     Status cancel(const JobRecord& job) override;
     Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
     Result<std::optional<std::vector<std::string>>> hosts(const JobRecord& job) override;
+    Result<int> exec(const JobRecord& job, const ExecRequest& request, ExecIo& io) override;
     Status publish(const JobRecord& job, const std::string& channel, const std::string& book) override;
     Status unpublish(const JobRecord& job, const std::string& channel) override;
 
@@ -61,7 +62,8 @@ private:
     };
     // What submit sends and render shows, built once for both.
     Result<Prepared> prepare_submit(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
-                                    bool mask_secrets, const std::string& token = {});
+                                    bool mask_secrets, const std::string& token = {},
+                                    const std::vector<MountCopy>& mounts = {});
     // slurm_rest_jobs.cpp: GET /jobs (skimmed), incremental with a snapshot, accounting for the rest.
     Result<std::vector<SlurmJob>> list_jobs();
     // The skimmed answer of GET /jobs, or nullopt for a 304 to `?update_time=since`.

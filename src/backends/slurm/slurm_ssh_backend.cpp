@@ -18,7 +18,9 @@
 #include "backends/slurm/slurm_inventory.hpp"
 #include "backends/slurm/submit_plan.hpp"
 #include "backends/slurm/group_channel.hpp"
-#include "backends/slurm/workdir_upload.hpp"
+#include "backends/slurm/remote_upload.hpp"
+#include "backends/slurm/slurm_exec.hpp"
+#include "backends/upload/upload_set.hpp"
 
 namespace tandem::slurm {
 
@@ -173,6 +175,23 @@ Result<std::string> SlurmSshBackend::render(const TaskSpec& spec, const Placemen
     if (!prepared) {
         return tl::unexpected(prepared.error());
     }
+    std::string uploads;
+    for (const auto& [destination, value] : spec.file_mounts) {
+        if (auto source = upload::local_mount_source(value)) {
+            prepared->plan.file_mounts.push_back(
+                MountCopy{upload_cache_dir(*h) + "/<hash of " + *source + ">", destination, false});
+            uploads += fmt::format("# file_mounts: {} is uploaded to {}/<hash> (once per content) and copied "
+                                   "to {} on every node\n",
+                                   *source, upload_cache_dir(*h), destination);
+        }
+    }
+    if (!prepared->plan.file_mounts.empty()) {
+        auto script = render_sbatch_script(spec, prepared->plan);
+        if (!script) {
+            return tl::unexpected(script.error());
+        }
+        prepared->script = std::move(*script);
+    }
     std::vector<std::string> names;
     for (const auto& [name, value] : spec.secrets) {
         names.push_back(name);
@@ -184,8 +203,11 @@ Result<std::string> SlurmSshBackend::render(const TaskSpec& spec, const Placemen
             "reach the job only through sbatch's environment\n";
     }
     if (spec.workdir) {
-        head += fmt::format("# workdir {} is uploaded to {} first\n", *spec.workdir, workdir);
+        head += fmt::format("# workdir {} is uploaded to {}/<hash> (once per content) and copied to {} "
+                            "first\n",
+                            *spec.workdir, upload_cache_dir(*h), workdir);
     }
+    head += uploads;
     return head + "# script on stdin:\n" + prepared->script;
 }
 
@@ -271,16 +293,16 @@ Result<std::string> SlurmSshBackend::submit(const TaskSpec& spec, const Placemen
     if (!prepared) {
         return tl::unexpected(prepared.error());
     }
-    if (spec.workdir) {
-        const std::string remote = fmt::format("{}/.tandem/workdirs/{}", *h, prepared->plan.submit_token);
-        auto sent = upload_workdir(*m_host, *spec.workdir, remote, m_settings.workdir_limit_bytes);
-        if (!sent) {
-            Error e = sent.error();
-            e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
-            return tl::unexpected(e);
-        }
-        prepared->plan.working_directory = remote;
-        auto script = render_sbatch_script(spec, prepared->plan);
+    std::vector<MountCopy> mounts;
+    auto uploaded = with_uploads(m_host.get(), spec, *h, m_settings.workdir_limit_bytes,
+                                 prepared->plan.submit_token, m_cluster, mounts);
+    if (!uploaded) {
+        return tl::unexpected(uploaded.error());
+    }
+    if (uploaded->workdir != spec.workdir || !mounts.empty()) {
+        prepared->plan.working_directory = uploaded->workdir.value_or(prepared->plan.working_directory);
+        prepared->plan.file_mounts = std::move(mounts);
+        auto script = render_sbatch_script(*uploaded, prepared->plan);
         if (!script) {
             return tl::unexpected(script.error());
         }
@@ -429,6 +451,18 @@ Result<std::optional<std::vector<std::string>>> SlurmSshBackend::hosts(const Job
         return tl::unexpected(listed.error());
     }
     return running_hosts(*listed, job.remote_id, m_cluster);
+}
+
+Result<int> SlurmSshBackend::exec(const JobRecord& job, const ExecRequest& request, ExecIo& io) {
+    auto nodes = hosts(job);
+    if (!nodes) {
+        return tl::unexpected(nodes.error());
+    }
+    if (!*nodes) {
+        return fail(ErrorKind::invalid_spec, fmt::format("job {} is not running on cluster {}: nothing to run a "
+                                                         "command beside", job.id, m_cluster));
+    }
+    return exec_beside_job(*m_host, job, **nodes, request, io, m_cluster);
 }
 
 Status SlurmSshBackend::publish(const JobRecord& job, const std::string& channel, const std::string& book) {

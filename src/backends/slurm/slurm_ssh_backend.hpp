@@ -38,6 +38,7 @@ public:
     Status cancel(const JobRecord& job) override;
     Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
     Result<std::optional<std::vector<std::string>>> hosts(const JobRecord& job) override;
+    Result<int> exec(const JobRecord& job, const ExecRequest& request, ExecIo& io) override;
     Status publish(const JobRecord& job, const std::string& channel, const std::string& book) override;
     Status unpublish(const JobRecord& job, const std::string& channel) override;
 

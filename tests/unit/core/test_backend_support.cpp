@@ -201,15 +201,29 @@ TEST_CASE("backend support: more than one node is refused on local only") {
     CHECK(unsupported_fields(spec, spec.resources, BackendKind::local).empty());
 }
 
-TEST_CASE("backend support: file_mounts are not supported anywhere yet") {
+TEST_CASE("backend support: local file_mounts go to Slurm, object stores are refused everywhere, named") {
     TaskSpec spec;
-    spec.file_mounts["/data"] = "s3://bucket/data";
+    spec.file_mounts["/code"] = "/home/me/code";
     CHECK(reason_for(spec, spec.resources, BackendKind::local, "file_mounts") ==
-          "not supported on local: file_mounts are not supported on local yet");
-    CHECK(reason_for(spec, spec.resources, BackendKind::slurm, "file_mounts") ==
-          "not supported on slurm: file_mounts are not supported on slurm yet");
+          "not supported on local: the task runs on this machine, where its files already are: use their paths");
+    CHECK(reason_for(spec, spec.resources, BackendKind::slurm, "file_mounts").empty());
     CHECK(reason_for(spec, spec.resources, BackendKind::kubernetes, "file_mounts") ==
           "not supported on k8s: file_mounts are not supported on k8s yet");
+
+    TaskSpec store;
+    store.file_mounts["/data"] = "s3://bucket/data";
+    store.file_mounts["/ckpt"] = nlohmann::json{{"name", "my-bucket"}, {"store", "gcs"}, {"mode", "MOUNT"}};
+    store.file_mounts["/in"] = nlohmann::json{{"source", "gs://in\nput"}, {"mode", "COPY"}};
+    for (auto kind : k_all_kinds) {
+        CHECK(reason_for(store, store.resources, kind, "file_mounts").empty());
+        const auto data = reason_for(store, store.resources, kind, "file_mounts./data");
+        CHECK_THAT(data, Catch::Contains("s3://bucket/data is an object store or a SkyPilot storage object"));
+        CHECK_THAT(reason_for(store, store.resources, kind, "file_mounts./ckpt"),
+                   Catch::Contains("a storage object is an object store"));
+        const auto in = reason_for(store, store.resources, kind, "file_mounts./in");
+        CHECK_THAT(in, Catch::Contains("gs://in?put"));
+        CHECK(in.find('\n') == std::string::npos);
+    }
 }
 
 TEST_CASE("backend support: settings addressed to one backend are ignored by the others") {
@@ -241,8 +255,7 @@ TEST_CASE("backend support: every unsupported field is reported, in table order,
                                                        "resources.accelerators", "num_nodes", "file_mounts"});
     const auto slurm = unsupported_fields(spec, spec.resources, BackendKind::slurm);
     CHECK(fields_of(slurm) == std::vector<std::string>{"resources.use_spot", "resources.image_id",
-                                                       "resources.accelerators", "resources.ports",
-                                                       "file_mounts"});
+                                                       "resources.accelerators", "resources.ports"});
     const auto k8s = unsupported_fields(spec, spec.resources, BackendKind::kubernetes);
     CHECK(fields_of(k8s) == std::vector<std::string>{"resources.use_spot", "file_mounts"});
 

@@ -1,8 +1,8 @@
 // gitignore(5) matching (see gitignore.hpp).
 
-#include "backends/slurm/gitignore.hpp"
+#include "backends/upload/gitignore.hpp"
 
-namespace tandem::slurm {
+namespace tandem::upload {
 
 namespace {
 
@@ -182,4 +182,4 @@ bool GitIgnore::ignored(std::string_view path, bool is_dir) const {
     return result;
 }
 
-} // namespace tandem::slurm
+} // namespace tandem::upload

@@ -2,9 +2,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "backends/slurm/gitignore.hpp"
+#include "backends/upload/gitignore.hpp"
 
-using namespace tandem::slurm;
+using namespace tandem::upload;
 
 TEST_CASE("glob: * and ? stay within a folder, ** crosses, classes and escapes") {
     CHECK(glob_match("*.log", "a.log"));

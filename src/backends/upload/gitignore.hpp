@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace tandem::slurm {
+namespace tandem::upload {
 
 class GitIgnore {
 public:
@@ -33,4 +33,4 @@ private:
 // Whether `text` matches the glob `pattern` whole (`*`, `?`, `[...]`, `**`, `\` as in gitignore).
 bool glob_match(std::string_view pattern, std::string_view text);
 
-} // namespace tandem::slurm
+} // namespace tandem::upload

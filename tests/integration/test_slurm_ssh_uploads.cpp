@@ -1,0 +1,263 @@
+// Slurm over SSH: workdir and file_mounts through the content-addressed upload cache (counted on the
+// wire by a relay in front of sshd), an upload cut halfway, and `tandem exec` / `tandem shell` beside a
+// running job (srun --overlap), the shell driven through a real pseudo-terminal.
+
+#include <filesystem>
+#include <fstream>
+#include <poll.h>
+#include <pty.h>
+#include <random>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "tcp_relay.hpp"
+#include "test_slurm_ssh_support.hpp"
+
+using namespace tandem_test;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The testbed's known_hosts, for the relay's port.
+std::string known_hosts_for_port(const TempHome& home, int port) {
+    auto text = read_file(slurm_env().at("SLURM_SSH_KNOWN_HOSTS"));
+    REQUIRE(text);
+    std::string out;
+    for (const auto& line : split_lines(*text)) {
+        auto space = line.find(' ');
+        if (space == std::string::npos) {
+            continue;
+        }
+        out += "[127.0.0.1]:" + std::to_string(port) + line.substr(space) + "\n";
+    }
+    const std::string path = home.root() + "/relay_known_hosts";
+    std::ofstream(path) << out;
+    return path;
+}
+
+std::string random_bytes(std::size_t n, unsigned seed) {
+    std::mt19937 rng(seed);
+    std::string out(n, '\0');
+    for (auto& c : out) {
+        c = static_cast<char>(rng());
+    }
+    return out;
+}
+
+struct RelayLab {
+    TcpRelay relay{std::stoi(slurm_env().at("SLURM_SSH_PORT"))};
+    SshLab lab;
+    explicit RelayLab(const std::string& extra = {}) {
+        lab.configure(SshTargetOverrides{std::to_string(relay.port()), "", known_hosts_for_port(lab.home, relay.port()),
+                                         extra});
+    }
+};
+
+// The first line `script` prints, run by bash with `arg` as $0.
+std::string run_shell(const std::string& script, const std::string& arg) {
+    auto r = run({"/bin/bash", "-c", script, arg});
+    auto lines = split_lines(r.out);
+    return lines.empty() ? std::string() : lines.front();
+}
+
+} // namespace
+
+TEST_CASE("ssh: a workdir and two file_mounts reach every node, and an unchanged workdir is not sent again") {
+    RelayLab r;
+    auto& lab = r.lab;
+    const std::string tag = std::to_string(::getpid());
+    // Content of its own (the cluster's cache outlives a test run): the first launch must send it.
+    const std::string blob = random_bytes(300 * 1024, std::random_device{}());
+    lab.home.write("project/train.py", "print('train')\n");
+    lab.home.write("project/blob.bin", blob);
+    lab.home.write("project/.gitignore", "*.ckpt\n");
+    lab.home.write("project/model.ckpt", "ignored");
+    lab.home.write("project/.git/HEAD", "ref: refs/heads/main\n");
+    lab.home.write("data/a.csv", "1,2\n");
+    lab.home.write("data/sub/b.csv", "3,4\n");
+    lab.home.write("cfg.yaml", "lr: 0.1\n");
+    const std::string data_dest = "/tmp/tandem-fm-" + tag + "/data";
+    const std::string cfg_dest = "fm-" + tag + "/cfg.yaml"; // relative: under the home folder
+    const std::string run =
+        "run: |\n"
+        "  echo \"rank $TANDEM_NODE_RANK: $(cat " + data_dest + "/a.csv " + data_dest +
+        "/sub/b.csv ~/" + cfg_dest + " | tr '\\n' ' ')\"\n"
+        "  ls -a | tr '\\n' ' '; echo\n"
+        "  sha256sum blob.bin | cut -c1-16\n";
+    const std::string mounts = "file_mounts:\n  " + data_dest + ": data\n  " + cfg_dest + ": cfg.yaml\n";
+    auto one = lab.task("one", "name: uploads-one\nworkdir: project\n" + mounts + run);
+    const auto before = r.relay.bytes_up();
+    auto first = lab.tandem({"launch", one});
+    INFO(first);
+    REQUIRE(first.exit_code == 0);
+    const auto first_bytes = r.relay.bytes_up() - before;
+    CHECK(contains(first.out, "rank 0: 1,2 3,4 lr: 0.1"));
+    CHECK(contains(first.out, ". .. .gitignore blob.bin train.py"));
+    auto hash = run_shell("sha256sum \"$0\" | cut -c1-16", lab.home.root() + "/project/blob.bin");
+    CHECK(contains(first.out, hash));
+    CHECK(first_bytes > blob.size());
+    CHECK(first.err.find("uploading") == std::string::npos); // stderr is not a terminal: no progress line
+
+    // The same files again, on two nodes: only the sbatch script and the queries cross the wire.
+    auto two = lab.task("two", "name: uploads-two\nnum_nodes: 2\nworkdir: project\nconfig:\n  slurm:\n"
+                               "    partition: cpu\n" + mounts + run);
+    const auto middle = r.relay.bytes_up();
+    auto second = lab.tandem({"launch", two});
+    INFO(second);
+    REQUIRE(second.exit_code == 0);
+    const auto second_bytes = r.relay.bytes_up() - middle;
+    CHECK(contains(second.out, "[rank 0] rank 0: 1,2 3,4 lr: 0.1"));
+    CHECK(contains(second.out, "[rank 1] rank 1: 1,2 3,4 lr: 0.1"));
+    CHECK(second_bytes < first_bytes - blob.size());
+    CHECK(second_bytes < 100 * 1024);
+
+    // Each job has its own copy of the workdir: a job's writes are not the next job's files.
+    auto writer = lab.task("writer", "name: uploads-writer\nworkdir: project\nrun: echo changed > train.py\n");
+    REQUIRE(lab.tandem({"launch", writer}).exit_code == 0);
+    auto reader = lab.task("reader", "name: uploads-reader\nworkdir: project\nrun: cat train.py\n");
+    auto read_back = lab.tandem({"launch", reader});
+    CHECK(contains(read_back.out, "print('train')"));
+    std::error_code ec;
+    fs::remove_all("/tmp/tandem-fm-" + tag, ec);
+    fs::remove_all(slurm_env().at("SLURM_USER_HOME") + "/fm-" + tag, ec);
+}
+
+TEST_CASE("ssh: an upload cut halfway fails the job before it starts, with one clear line") {
+    RelayLab r;
+    auto& lab = r.lab;
+    const std::string blob = random_bytes(24 * 1024 * 1024, std::random_device{}());
+    lab.home.write("cut/blob.bin", blob);
+    const std::string name = "upload-cut-" + std::to_string(::getpid());
+    auto file = lab.task("cut", "name: " + name + "\nworkdir: cut\nrun: sha256sum blob.bin | cut -c1-16\n");
+    const auto start = r.relay.bytes_up();
+    std::atomic<bool> done{false};
+    std::thread cutter([&] {
+        while (!done && r.relay.bytes_up() - start < 4 * 1024 * 1024) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+        r.relay.cut_all();
+    });
+    auto cut = lab.tandem({"launch", file});
+    done = true;
+    cutter.join();
+    INFO(cut);
+    CHECK(cut.exit_code == 5); // unavailable: the connection was lost
+    auto errors = cut.err_lines_starting("tandem: error: ");
+    REQUIRE(errors.size() == 1);
+    CHECK(contains(errors[0], "uploading workdir"));
+    CHECK_FALSE(contains(cut.err, "may have taken it")); // the upload comes before sbatch: nothing to find
+    CHECK(slurm_jobs_named(name).empty());               // nothing reached Slurm
+    auto job = lab.job(1);
+    CHECK(job["state"] == "FAILED");
+    CHECK(contains(job["reason"].get<std::string>(), "uploading workdir"));
+
+    // Nothing half-sent looks complete: the next launch sends it all and the job reads every byte.
+    auto again = lab.tandem({"launch", file});
+    INFO(again);
+    REQUIRE(again.exit_code == 0);
+    CHECK(contains(again.out, run_shell("sha256sum \"$0\" | cut -c1-16", lab.home.root() + "/cut/blob.bin")));
+}
+
+TEST_CASE("ssh: tandem exec returns stdout, stderr and exit codes exactly, on the node asked") {
+    SshLab lab;
+    auto file = lab.task("beside", "name: exec-beside\nnum_nodes: 2\nconfig:\n  slurm:\n    partition: cpu\n"
+                                   "run: sleep 300\n");
+    auto launched = lab.tandem({"launch", "-d", file});
+    INFO(launched);
+    REQUIRE(launched.exit_code == 0);
+    const int id = launched_id(launched);
+    lab.wait_state(id, "RUNNING");
+    const std::string job = std::to_string(id);
+
+    auto both = lab.tandem({"exec", job, "--", "sh", "-c", "echo out; echo err >&2; exit 7"});
+    CHECK(both.exit_code == 7);
+    CHECK(both.out == "out\n");
+    CHECK(both.err == "err\n");
+    auto node1 = lab.tandem({"exec", job, "--node", "1", "--", "printenv", "SLURMD_NODENAME"});
+    CHECK(node1.exit_code == 0);
+    CHECK(node1.out == "cpu2\n");
+    auto quoted = lab.tandem({"exec", job, "--", "printf", "[%s]", "a b", "$HOME", "'q'"});
+    CHECK(quoted.out == "[a b][$HOME]['q']");
+    RunOptions in = lab.options;
+    in.stdin_text = "line one\nline two\n";
+    in.timeout = std::chrono::seconds(60);
+    auto piped = lab.home.tandem({"exec", "-i", job, "--", "wc", "-l"}, in);
+    CHECK(piped.exit_code == 0);
+    CHECK(contains(piped.out, "2"));
+    auto bad_node = lab.tandem({"exec", job, "--node", "2", "--", "true"});
+    CHECK(bad_node.exit_code == 2);
+    CHECK(contains(bad_node.err, "--node 2: job " + job + " has 2 node(s)"));
+    CHECK(lab.tandem({"cancel", job}).exit_code == 0);
+    lab.wait_terminal(id);
+    auto ended = lab.tandem({"exec", job, "--", "true"});
+    CHECK(ended.exit_code == 2);
+    CHECK(contains(ended.err, "is not running"));
+}
+
+TEST_CASE("ssh: tandem shell on a pseudo-terminal runs a command and exits with the shell's code") {
+    SshLab lab;
+    auto file = lab.task("shell", "name: shell-beside\nrun: sleep 300\n");
+    auto launched = lab.tandem({"launch", "-d", file});
+    REQUIRE(launched.exit_code == 0);
+    const int id = launched_id(launched);
+    lab.wait_state(id, "RUNNING");
+
+    int master = -1;
+    winsize ws{};
+    ws.ws_col = 123;
+    ws.ws_row = 45;
+    const pid_t pid = ::forkpty(&master, nullptr, nullptr, &ws);
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        for (const auto& [k, v] : lab.options.env) {
+            if (v) {
+                ::setenv(k.c_str(), v->c_str(), 1);
+            } else {
+                ::unsetenv(k.c_str());
+            }
+        }
+        ::setenv("TERM", "xterm", 1);
+        const std::string bin = tandem_bin();
+        const std::string job = std::to_string(id);
+        ::execl(bin.c_str(), bin.c_str(), "shell", job.c_str(), static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    std::string seen;
+    auto read_until = [&](const std::string& needle, std::chrono::seconds limit) {
+        const auto deadline = std::chrono::steady_clock::now() + limit;
+        char buf[4096];
+        while (seen.find(needle) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+            pollfd p{master, POLLIN, 0};
+            if (::poll(&p, 1, 100) > 0) {
+                const ssize_t n = ::read(master, buf, sizeof buf);
+                if (n <= 0) {
+                    break;
+                }
+                seen.append(buf, static_cast<std::size_t>(n));
+            }
+        }
+        return seen.find(needle) != std::string::npos;
+    };
+    const std::string command = "echo \"cols=$(tput cols) node=$SLURMD_NODENAME sum=$((6*7))\"; exit 5\r";
+    REQUIRE(::write(master, command.data(), command.size()) == static_cast<ssize_t>(command.size()));
+    CHECK(read_until("sum=42", std::chrono::seconds(30)));
+    CHECK(contains(seen, "cols=123"));
+    CHECK(contains(seen, "node=cpu"));
+    int status = 0;
+    for (int i = 0; i < 60 && ::waitpid(pid, &status, WNOHANG) == 0; ++i) {
+        read_until("\x01never", std::chrono::seconds(1)); // keeps the terminal drained
+    }
+    ::close(master);
+    INFO(seen);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 5);
+    lab.tandem({"cancel", std::to_string(id)});
+
+    // Not a terminal: a clear refusal, pointing at exec.
+    auto piped = lab.tandem({"shell", std::to_string(id)});
+    CHECK(piped.exit_code == 2);
+    CHECK(contains(piped.err, "tandem shell needs a terminal on stdin"));
+}
