@@ -23,6 +23,8 @@ void setup_status(CLI::App& command, Action& action);
 void setup_logs(CLI::App& command, Action& action);
 void setup_exec(CLI::App& command, Action& action);
 void setup_shell(CLI::App& command, Action& action);
+void setup_completion(CLI::App& command, Action& action);
+void setup_complete_helper(CLI::App& command, Action& action);
 // The words after `--` of `tandem exec JOB -- CMD...`, taken off the command line before parsing.
 void set_exec_command_tail(std::vector<std::string> words);
 void setup_cancel(CLI::App& command, Action& action);
