@@ -99,11 +99,20 @@ Result<std::pair<JobRecord, Backend*>> running_job(Context& ctx, const std::stri
         return fail(ErrorKind::usage, fmt::format("--node {}: job {} has {} node(s), ranks 0..{}", *node, job->id,
                                                   job->num_nodes, job->num_nodes - 1));
     }
+    // Its state now (one refresh): a command goes beside a running job only.
+    const auto views = refresh_jobs(ctx, {*job});
+    const JobRecord& now = views.front().record;
+    if (!views.front().unreachable && now.state != JobState::running) {
+        return fail(ErrorKind::invalid_spec,
+                    fmt::format("job {} is {}{}: nothing to run a command beside", now.id, to_string(now.state),
+                                is_terminal(now.state) ? " (it has ended)" : " (not running yet)"),
+                    is_terminal(now.state) ? std::string() : fmt::format("tandem status -w {} waits for it", now.id));
+    }
     auto backend = ctx.backend(job->cluster);
     if (!backend) {
         return tl::unexpected(backend.error());
     }
-    return std::make_pair(*job, *backend);
+    return std::make_pair(now, *backend);
 }
 
 Result<int> exec_command(Context& ctx, const ExecFlags& flags) {

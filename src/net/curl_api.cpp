@@ -37,7 +37,8 @@ const Loaded& loaded() {
                    bind(lib, "curl_easy_getinfo", a.easy_getinfo, e) &&
                    bind(lib, "curl_easy_strerror", a.easy_strerror, e) &&
                    bind(lib, "curl_slist_append", a.slist_append, e) &&
-                   bind(lib, "curl_slist_free_all", a.slist_free_all, e);
+                   bind(lib, "curl_slist_free_all", a.slist_free_all, e) &&
+                   bind(lib, "curl_easy_send", a.easy_send, e) && bind(lib, "curl_easy_recv", a.easy_recv, e);
         // The library stays loaded for the life of the process: handles may outlive any one client.
     });
     return state;

@@ -20,6 +20,8 @@ struct CurlApi {
     const char* (*easy_strerror)(CURLcode code);
     curl_slist* (*slist_append)(curl_slist* list, const char* line);
     void (*slist_free_all)(curl_slist* list);
+    CURLcode (*easy_send)(CURL* handle, const void* buffer, size_t length, size_t* sent);
+    CURLcode (*easy_recv)(CURL* handle, void* buffer, size_t length, size_t* received);
 };
 
 // Loads libcurl once; nullptr when it cannot be loaded, with the reason in `error`.

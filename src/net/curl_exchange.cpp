@@ -138,47 +138,6 @@ private:
 };
 
 // Trust and identity. Given a CA, trust only it (not the system bundle), as kubectl does.
-CURLcode configure_tls(CURL* h, const TlsSettings& tls) {
-    CURLcode rc = CURLE_OK;
-    auto set = [&](CURLoption option, auto value) {
-        if (rc == CURLE_OK) {
-            rc = curl().easy_setopt(h, option, value);
-        }
-    };
-    auto blob_of = [](const std::string& pem) {
-        return curl_blob{const_cast<char*>(pem.data()), pem.size(), CURL_BLOB_NOCOPY}; // lives in the client
-    };
-    if (!tls.ca_file.empty() || !tls.ca_pem.empty()) {
-        set(CURLOPT_CAPATH, static_cast<const char*>(nullptr));
-        set(CURLOPT_CAINFO, tls.ca_file.empty() ? static_cast<const char*>(nullptr) : tls.ca_file.c_str());
-    }
-    curl_blob ca = blob_of(tls.ca_pem), cert = blob_of(tls.client_cert_pem),
-              key = blob_of(tls.client_key_pem);
-    if (!tls.ca_pem.empty()) {
-        set(CURLOPT_CAINFO_BLOB, &ca);
-    }
-    if (!tls.client_cert_pem.empty()) {
-        set(CURLOPT_SSLCERT_BLOB, &cert);
-    } else if (!tls.client_cert_file.empty()) {
-        set(CURLOPT_SSLCERT, tls.client_cert_file.c_str());
-    }
-    if (!tls.client_cert_pem.empty() || !tls.client_cert_file.empty()) {
-        set(CURLOPT_SSLCERTTYPE, "PEM");
-    }
-    if (!tls.client_key_pem.empty()) {
-        set(CURLOPT_SSLKEY_BLOB, &key);
-    } else if (!tls.client_key_file.empty()) {
-        set(CURLOPT_SSLKEY, tls.client_key_file.c_str());
-    }
-    if (!tls.client_key_pem.empty() || !tls.client_key_file.empty()) {
-        set(CURLOPT_SSLKEYTYPE, "PEM");
-    }
-    if (tls.insecure_skip_verify) {
-        set(CURLOPT_SSL_VERIFYPEER, 0L);
-        set(CURLOPT_SSL_VERIFYHOST, 0L);
-    }
-    return rc;
-}
 
 CURLcode configure(CURL* h, const HttpRequest& req, Exchange& ex, HeaderList& headers, char* errbuf) {
     CURLcode rc = CURLE_OK;
@@ -393,6 +352,48 @@ AttemptResult perform_attempt(CURL* h, const TlsSettings& tls, const HttpRequest
     }
     result.response = std::move(ex.response);
     return result;
+}
+
+CURLcode configure_tls(CURL* h, const TlsSettings& tls) {
+    CURLcode rc = CURLE_OK;
+    auto set = [&](CURLoption option, auto value) {
+        if (rc == CURLE_OK) {
+            rc = curl().easy_setopt(h, option, value);
+        }
+    };
+    auto blob_of = [](const std::string& pem) {
+        return curl_blob{const_cast<char*>(pem.data()), pem.size(), CURL_BLOB_NOCOPY}; // lives in the client
+    };
+    if (!tls.ca_file.empty() || !tls.ca_pem.empty()) {
+        set(CURLOPT_CAPATH, static_cast<const char*>(nullptr));
+        set(CURLOPT_CAINFO, tls.ca_file.empty() ? static_cast<const char*>(nullptr) : tls.ca_file.c_str());
+    }
+    curl_blob ca = blob_of(tls.ca_pem), cert = blob_of(tls.client_cert_pem),
+              key = blob_of(tls.client_key_pem);
+    if (!tls.ca_pem.empty()) {
+        set(CURLOPT_CAINFO_BLOB, &ca);
+    }
+    if (!tls.client_cert_pem.empty()) {
+        set(CURLOPT_SSLCERT_BLOB, &cert);
+    } else if (!tls.client_cert_file.empty()) {
+        set(CURLOPT_SSLCERT, tls.client_cert_file.c_str());
+    }
+    if (!tls.client_cert_pem.empty() || !tls.client_cert_file.empty()) {
+        set(CURLOPT_SSLCERTTYPE, "PEM");
+    }
+    if (!tls.client_key_pem.empty()) {
+        set(CURLOPT_SSLKEY_BLOB, &key);
+    } else if (!tls.client_key_file.empty()) {
+        set(CURLOPT_SSLKEY, tls.client_key_file.c_str());
+    }
+    if (!tls.client_key_pem.empty() || !tls.client_key_file.empty()) {
+        set(CURLOPT_SSLKEYTYPE, "PEM");
+    }
+    if (tls.insecure_skip_verify) {
+        set(CURLOPT_SSL_VERIFYPEER, 0L);
+        set(CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    return rc;
 }
 
 } // namespace tandem::net::detail

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +23,13 @@ namespace tandem::net::detail {
 AttemptResult perform_attempt(CURL* handle, const TlsSettings& tls, const HttpRequest& request,
                               const ChunkSink* on_chunk, HttpResponse* head,
                               const std::vector<std::string>& secrets);
+
+// The TLS options of `tls` on a handle (CA, client certificate and key, files or PEM blobs).
+CURLcode configure_tls(CURL* h, const TlsSettings& tls);
+
+// CurlHttpClient::open_websocket (curl_websocket.cpp).
+Result<std::unique_ptr<WebSocket>> open_websocket(const TlsSettings& tls, const HttpRequest& request,
+                                                  const std::vector<std::string>& protocols, HttpResponse* refused);
 
 // Whether the URL's host is this machine (localhost, 127.0.0.0/8, [::1]): no compressed answer is asked
 // for there.

@@ -251,3 +251,13 @@ Status CurlHttpClient::stream(const HttpRequest& request,
 }
 
 } // namespace tandem::net
+
+namespace tandem::net {
+
+Result<std::unique_ptr<WebSocket>> CurlHttpClient::open_websocket(const HttpRequest& request,
+                                                                  const std::vector<std::string>& protocols,
+                                                                  HttpResponse* refused) {
+    return detail::open_websocket(m_impl->tls, request, protocols, refused);
+}
+
+} // namespace tandem::net

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "net/websocket.hpp"
 
 namespace tandem::net {
 
@@ -75,6 +76,17 @@ public:
     // cleanly (the result is success). A stream is retried only while no piece has been delivered.
     virtual Status stream(const HttpRequest& request, const std::function<bool(std::string_view)>& on_chunk,
                           HttpResponse* head) = 0;
+
+    // Upgrades a GET of `request` to a WebSocket offering `protocols` (Sec-WebSocket-Protocol); an
+    // answer other than 101 is an error carrying its status (`status_out`) and body.
+    virtual Result<std::unique_ptr<WebSocket>> open_websocket(const HttpRequest& request,
+                                                              const std::vector<std::string>& protocols,
+                                                              HttpResponse* refused = nullptr) {
+        (void)request;
+        (void)protocols;
+        (void)refused;
+        return fail(ErrorKind::internal, "this HTTP client cannot open a WebSocket");
+    }
 };
 
 // Trust and identity for https. PEM data in memory (kubeconfig's *-data fields) is passed to libcurl as
@@ -119,6 +131,9 @@ public:
     Result<HttpResponse> request(const HttpRequest& request) override;
     Status stream(const HttpRequest& request, const std::function<bool(std::string_view)>& on_chunk,
                   HttpResponse* head) override;
+    Result<std::unique_ptr<WebSocket>> open_websocket(const HttpRequest& request,
+                                                      const std::vector<std::string>& protocols,
+                                                      HttpResponse* refused = nullptr) override;
 
     // New connections opened so far (by libcurl and the plain exchange): proves reuse in tests.
     long connections_opened() const;

@@ -194,7 +194,7 @@ TEST_CASE("ssh: tandem exec returns stdout, stderr and exit codes exactly, on th
     lab.wait_terminal(id);
     auto ended = lab.tandem({"exec", job, "--", "true"});
     CHECK(ended.exit_code == 2);
-    CHECK(contains(ended.err, "is not running"));
+    CHECK(contains(ended.err, "is CANCELLED (it has ended): nothing to run a command beside"));
 }
 
 TEST_CASE("ssh: tandem shell on a pseudo-terminal runs a command and exits with the shell's code") {
@@ -247,9 +247,14 @@ TEST_CASE("ssh: tandem shell on a pseudo-terminal runs a command and exits with 
     CHECK(contains(seen, "cols=123"));
     CHECK(contains(seen, "node=cpu"));
     int status = 0;
-    for (int i = 0; i < 60 && ::waitpid(pid, &status, WNOHANG) == 0; ++i) {
-        read_until("\x01never", std::chrono::seconds(1)); // keeps the terminal drained
+    // Until tandem has exited (up to 60 s), keeping the terminal drained; a closed terminal reads at once,
+    // so each turn also sleeps.
+    pid_t done = 0;
+    for (int i = 0; i < 600 && (done = ::waitpid(pid, &status, WNOHANG)) == 0; ++i) {
+        read_until("\x01never", std::chrono::seconds(0));
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
+    REQUIRE(done == pid);
     ::close(master);
     INFO(seen);
     REQUIRE(WIFEXITED(status));

@@ -9,9 +9,11 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import streams
 from kapi import log
 
 _LOGS = re.compile(r"^/containerLogs/([^/]+)/([^/]+)/([^/]+)/?$")
+_EXEC = re.compile(r"^/exec/([^/]+)/([^/]+)/([^/]+)/?$")
 FOLLOW_POLL = 0.1
 APISERVER_CN = "kube-apiserver-kubelet-client"
 
@@ -56,6 +58,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._text(200, "ok")
         if not self._from_apiserver():
             return self._text(403, "only the kube-apiserver's kubelet client certificate may read logs here\n")
+        if _EXEC.match(u.path):
+            return self._exec(u)
         m = _LOGS.match(u.path)
         if not m:
             return self._text(404, f"not served by the tandem node agent: {u.path}\n")
@@ -92,6 +96,21 @@ class Handler(BaseHTTPRequestHandler):
             if not follow:
                 return self._text(200, data.decode(errors="replace"))
             self._follow(f, data, exited, limit)
+
+    def do_POST(self):
+        u = urllib.parse.urlparse(self.path)
+        if not self._from_apiserver():
+            return self._text(403, "only the kube-apiserver's kubelet client certificate may exec here\n")
+        if _EXEC.match(u.path):
+            return self._exec(u)
+        return self._text(404, f"not served by the tandem node agent: {u.path}\n")
+
+    def _exec(self, u):
+        ns, pod, container = (urllib.parse.unquote(g) for g in _EXEC.match(u.path).groups())
+        run = self.runner.find_container(ns, pod, container)
+        if run is None or run.exited.is_set():
+            return self._text(404, f"container {container!r} of pod {ns}/{pod} is not running on this node\n")
+        streams.exec_in(self, run, urllib.parse.parse_qs(u.query))
 
     def _follow(self, f, data, exited, limit):
         """Chunked stream until the process has exited and its output is all sent."""

@@ -4,7 +4,7 @@
 # Kubernetes testbed (scripts/testbed/k8s up). One scenario per run:
 #   tests/k8s_agent/test_with_kubectl.sh SCENARIO
 # Scenarios: job-completes gpu-job gpu-insufficient mig-job exit-code
-#            logs-follow delete-kills delete-stubborn restart-on-failure cannot-run
+#            exec logs-follow delete-kills delete-stubborn restart-on-failure cannot-run
 #            secret-missing secret-env configmap-volume configmap-volume-missing
 #            auth apiserver-restart (stops the apiserver for a while: run it alone)
 # A testbed that is not up is a failure, not a skip.
@@ -148,6 +148,24 @@ case $SCENARIO in
     pod=$(pod_of "$NAME")
     expect_eq "node" "$(jp "pod/$pod" '{.spec.nodeName}')" mig-node
     [[ $(k logs "$pod") == *"mig slice on mig-node"* ]] || fail "unexpected logs: $(k logs "$pod")"
+    ;;
+  exec)
+    # kubectl exec through the real apiserver's proxy to the agent's kubelet endpoint (WebSocket, v5 or v4).
+    job "$NAME" '      - name: main
+        image: busybox
+        command: [sh, -c, "echo ready > here.txt; sleep 120"]
+        env: [{name: FROM_POD, value: pod-env}]'
+    pod=$(pod_of "$NAME")
+    running() { [[ $(jp "pod/$pod" '{.status.phase}') == Running ]]; }
+    wait_until 20 "pod $pod Running" running
+    k exec "$pod" -- sh -c 'echo out; echo err >&2; cat here.txt; echo "$FROM_POD"; exit 7' >"$WORK/out" 2>"$WORK/err" && rc=0 || rc=$?
+    expect_eq "exec exit code" "$rc" 7
+    expect_eq "exec stdout" "$(cat "$WORK/out")" "$(printf 'out\nready\npod-env')"
+    grep -qx err "$WORK/err" || fail "exec stderr: $(cat "$WORK/err")"
+    expect_eq "exec stdin" "$(printf 'a\nb\nc\n' | k exec -i "$pod" -- wc -l | tr -d ' ')" 3
+    tty=$(script -qec "$KUBECTL --kubeconfig $K8S_KUBECONFIG -n $K8S_NAMESPACE exec -it $pod -- sh -c 'tty >/dev/null && echo on-a-tty; exit 4'" /dev/null </dev/null) && trc=0 || trc=$?
+    [[ $tty == *on-a-tty* ]] || fail "exec -t gave no terminal: $tty"
+    expect_eq "exec -t exit code" "$trc" 4
     ;;
   exit-code)
     job "$NAME" '      - name: main

@@ -36,6 +36,7 @@ public:
     Status cancel(const JobRecord& job) override;
     Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
     Result<std::optional<std::vector<std::string>>> hosts(const JobRecord& job) override;
+    Result<int> exec(const JobRecord& job, const ExecRequest& request, ExecIo& io) override;
     Status publish(const JobRecord& job, const std::string& channel, const std::string& book) override;
     // The pods of the jobs' namespace through the watch API (k8s_watch.cpp).
     Status watch(const std::vector<JobRecord>& jobs, const WatchSink& sink) override;

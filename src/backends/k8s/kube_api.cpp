@@ -186,6 +186,29 @@ Result<ApiAnswer> KubeApi::exchange(const std::string& method, const std::string
     return answer;
 }
 
+Result<std::unique_ptr<net::WebSocket>> KubeApi::websocket(const std::string& path,
+                                                           const std::vector<std::string>& protocols) {
+    if (auto ok = ensure_client(); !ok) {
+        return tl::unexpected(ok.error());
+    }
+    net::HttpRequest request;
+    request.url = m_context.server + path;
+    request.headers = auth_headers("*/*");
+    request.timeout = m_timeout;
+    net::HttpResponse refused;
+    auto ws = m_http->open_websocket(request, protocols, &refused);
+    if (!ws) {
+        if (refused.status != 0) {
+            return tl::unexpected(
+                error_for(refused.status, nlohmann::json::parse(refused.body, nullptr, false), "GET", path));
+        }
+        Error e = ws.error();
+        e.message = fmt::format("{}: {}", m_cluster, e.message);
+        return tl::unexpected(std::move(e));
+    }
+    return ws;
+}
+
 Status KubeApi::stream(const std::string& path, const std::function<bool(std::string_view)>& on_chunk,
                        std::vector<int> pass, int* status) {
     if (auto ok = ensure_client(); !ok) {

@@ -45,6 +45,11 @@ public:
     Status stream(const std::string& path, const std::function<bool(std::string_view)>& on_chunk,
                   std::vector<int> pass = {}, int* status = nullptr);
 
+    // An upgraded connection (pods/exec): a GET of `path` offering `protocols`; a refusal is the error
+    // its Status says (403 forbidden, 404 no such pod, 400 container not running, ...).
+    Result<std::unique_ptr<net::WebSocket>> websocket(const std::string& path,
+                                                      const std::vector<std::string>& protocols);
+
     // The error a non-2xx answer stands for (exposed so callers can turn a passed status into one).
     Error error_for(int status, const nlohmann::json& body, const std::string& method,
                     const std::string& path) const;

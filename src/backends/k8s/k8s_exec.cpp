@@ -1,0 +1,176 @@
+// `tandem exec` and `tandem shell` on Kubernetes: pods/exec of the rank's pod through the API server,
+// upgraded to a WebSocket with Kubernetes' channel protocol (v5.channel.k8s.io where the server offers
+// it, else v4): each message's first byte is its channel, 0 stdin, 1 stdout, 2 stderr, 3 error (the
+// command's end as a metav1.Status: Success, or NonZeroExitCode with the code in details.causes), 4
+// resize ({"Width","Height"}), and with v5 255 (a stream closed: [255, 0] is stdin's end).
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "backends/k8s/json_fields.hpp"
+#include "backends/k8s/k8s_backend.hpp"
+#include "backends/k8s/kube_api.hpp"
+
+namespace tandem::k8s {
+
+namespace {
+
+constexpr char k_stdin = 0, k_stdout = 1, k_stderr = 2, k_error = 3, k_resize = 4;
+constexpr unsigned char k_close = 255;
+
+// The exit code a Status on the error channel stands for; an error for a Status that is neither.
+Result<int> exit_code_of(std::string_view text, const std::string& who) {
+    const auto status = nlohmann::json::parse(text, nullptr, false);
+    if (!status.is_object()) {
+        return fail(ErrorKind::remote, who + ": the exec's end is not a Status");
+    }
+    if (status.value("status", "") == "Success") {
+        return 0;
+    }
+    if (status.value("reason", "") == "NonZeroExitCode") {
+        const auto causes = status.value("details", nlohmann::json::object()).value("causes", nlohmann::json::array());
+        for (const auto& c : causes.is_array() ? causes : nlohmann::json::array()) {
+            if (c.is_object() && c.value("reason", "") == "ExitCode") {
+                const std::string code = c.value("message", "");
+                int n = 0;
+                if (!code.empty() && code.size() < 6 && code.find_first_not_of("0123456789") == std::string::npos) {
+                    n = std::stoi(code);
+                    return n;
+                }
+            }
+        }
+    }
+    std::string message = status.value("message", "the command failed");
+    for (auto& ch : message) {
+        ch = ch == '\n' || ch == '\r' ? ' ' : ch;
+    }
+    return fail(ErrorKind::remote, who + ": " + message.substr(0, 400));
+}
+
+} // namespace
+
+Result<int> K8sBackend::exec(const JobRecord& job, const ExecRequest& request, ExecIo& io) {
+    const auto [ns, base] = split_remote_id(job.remote_id, m_settings.namespace_name);
+    auto pods = rank_pods(ns, base);
+    if (!pods) {
+        return tl::unexpected(pods.error());
+    }
+    auto it = pods->find(request.node);
+    if (it == pods->end() || fields::str_at(it->second, "status", "phase") != "Running") {
+        return fail(ErrorKind::invalid_spec,
+                    fmt::format("job {} has no running pod for rank {} on {}: nothing to run a command beside",
+                                job.id, request.node, m_cluster));
+    }
+    const std::string pod = fields::str_at(it->second, "metadata", "name");
+    const auto containers = it->second.value("spec", nlohmann::json::object()).value("containers", nlohmann::json::array());
+    const std::string container =
+        containers.is_array() && !containers.empty() && containers[0].is_object() ? containers[0].value("name", "") : "";
+    std::vector<std::string> command = request.command;
+    if (command.empty()) { // a login shell: bash where the image has it
+        command = {"/bin/sh", "-c", "if command -v bash >/dev/null 2>&1; then exec bash -l; else exec sh -l; fi"};
+    }
+    std::string path = fmt::format("/api/v1/namespaces/{}/pods/{}/exec?container={}&stdout=true", ns, pod,
+                                   query_escape(container));
+    path += request.tty ? "&tty=true" : "&stderr=true";
+    if (io.input_fd >= 0) {
+        path += "&stdin=true";
+    }
+    for (const auto& word : command) {
+        path += "&command=" + query_escape(word);
+    }
+    auto ws = m_api.websocket(path, {"v5.channel.k8s.io", "v4.channel.k8s.io"});
+    if (!ws) {
+        return tl::unexpected(ws.error());
+    }
+    net::WebSocket& socket = **ws;
+    const bool v5 = socket.protocol() == "v5.channel.k8s.io";
+    const std::string who = fmt::format("{}: exec in pod {}", m_cluster, pod);
+    auto send_resize = [&](TtySize size) {
+        return socket.send(net::ws_op::binary, std::string(1, k_resize) +
+                                                   fmt::format("{{\"Width\":{},\"Height\":{}}}", size.columns, size.rows));
+    };
+    if (request.tty) {
+        if (auto ok = send_resize(io.size); !ok) {
+            return tl::unexpected(ok.error());
+        }
+    }
+    bool input_open = io.input_fd >= 0;
+    std::optional<int> exit_code;
+    std::vector<net::WebSocketMessage> messages;
+    for (;;) {
+        pollfd p[2] = {{socket.fd(), POLLIN, 0}, {input_open ? io.input_fd : -1, POLLIN, 0}};
+        ::poll(p, input_open ? 2 : 1, 250);
+        if (request.tty && io.resized) {
+            if (auto size = io.resized()) {
+                (void)send_resize(*size);
+            }
+        }
+        if (input_open && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+            char buf[32 * 1024];
+            const ssize_t n = ::read(io.input_fd, buf + 1, sizeof buf - 1);
+            if (n > 0) {
+                buf[0] = k_stdin;
+                if (auto ok = socket.send(net::ws_op::binary, std::string_view(buf, static_cast<std::size_t>(n) + 1));
+                    !ok) {
+                    return tl::unexpected(ok.error());
+                }
+            } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+                input_open = false;
+                if (v5) { // v4 has no way to say it: the command keeps its stdin open
+                    const char close_stdin[2] = {static_cast<char>(k_close), k_stdin};
+                    (void)socket.send(net::ws_op::binary, std::string_view(close_stdin, 2));
+                }
+            }
+        }
+        messages.clear();
+        auto open = socket.receive(messages);
+        if (!open) {
+            return tl::unexpected(open.error());
+        }
+        for (const auto& m : messages) {
+            if (m.opcode == net::ws_op::close) {
+                if (!exit_code) {
+                    return fail(ErrorKind::unavailable, who + ": the server closed the stream before the command's "
+                                                              "exit status");
+                }
+                return *exit_code;
+            }
+            if (m.payload.empty()) {
+                continue;
+            }
+            const std::string_view data = std::string_view(m.payload).substr(1);
+            switch (m.payload[0]) {
+            case k_stdout:
+                if (io.out && !data.empty()) {
+                    io.out(data);
+                }
+                break;
+            case k_stderr:
+                if (io.err && !data.empty()) {
+                    io.err(data);
+                }
+                break;
+            case k_error: {
+                auto code = exit_code_of(data, who);
+                if (!code) {
+                    return tl::unexpected(code.error());
+                }
+                exit_code = *code;
+                break;
+            }
+            default:
+                break;
+            }
+        }
+        if (!*open) {
+            if (!exit_code) {
+                return fail(ErrorKind::unavailable, who + ": the connection ended before the command's exit status");
+            }
+            return *exit_code;
+        }
+    }
+}
+
+} // namespace tandem::k8s
