@@ -46,108 +46,25 @@ Status SshHost::reconnect() {
 }
 
 Result<ExecResult> SshHost::exec(const std::string& command, std::string_view input) {
-    auto& impl = *m_impl;
-    auto st = impl.ensure();
-    if (!st) {
-        return tl::unexpected(st.error());
-    }
-    SshSession& s = *impl.conn->target;
-    int rc = 0;
-    LIBSSH2_CHANNEL* ch =
-        s.retry_ptr<LIBSSH2_CHANNEL>([&] { return open_session(s.raw()); }, impl.io_deadline(), rc);
-    if (!ch) {
-        return impl.failure(rc, "opening a channel");
-    }
-    OnExit guard(impl, channel_freer(ch));
-    rc = s.retry(
-        [&] {
-            return libssh2().channel_process_startup(ch, "exec", 4, command.c_str(),
-                                                     static_cast<unsigned int>(command.size()));
-        },
-        impl.io_deadline());
-    if (rc != 0) {
-        return impl.failure(rc, "starting a command");
-    }
-
+    // The streaming command with its input from `input` and its output collected whole.
     ExecResult out;
+    ExecStreams io;
     std::size_t sent = 0;
-    bool eof_sent = false;
-    auto idle_deadline = impl.io_deadline();
-    char buf[chunk];
-    for (;;) {
-        bool progress = false;
-        if (sent < input.size()) {
-            ssize_t n =
-                libssh2().channel_write_ex(ch, 0, input.data() + sent, std::min(chunk, input.size() - sent));
-            if (n > 0) {
-                sent += static_cast<std::size_t>(n);
-                progress = true;
-            } else if (n == LIBSSH2_ERROR_CHANNEL_CLOSED || n == LIBSSH2_ERROR_CHANNEL_EOF_SENT) {
-                sent = input.size(); // the command is gone or stopped reading: like EPIPE, not our error
-                eof_sent = true;
-            } else if (n < 0 && n != LIBSSH2_ERROR_EAGAIN) {
-                return impl.failure(static_cast<int>(n), "writing a command's input");
-            }
-        } else if (!eof_sent) {
-            int r = libssh2().channel_send_eof(ch);
-            if (r == 0 || r == LIBSSH2_ERROR_CHANNEL_CLOSED) {
-                eof_sent = true;
-                progress = true;
-            } else if (r != LIBSSH2_ERROR_EAGAIN) {
-                return impl.failure(r, "closing a command's input");
-            }
-        }
-        bool drained = true;
-        for (int stream : {0, SSH_EXTENDED_DATA_STDERR}) {
-            for (;;) {
-                ssize_t n = libssh2().channel_read_ex(ch, stream, buf, sizeof buf);
-                if (n > 0) {
-                    (stream == 0 ? out.out : out.err).append(buf, static_cast<std::size_t>(n));
-                    progress = true;
-                    continue;
-                }
-                if (n == LIBSSH2_ERROR_EAGAIN) {
-                    drained = false;
-                } else if (n < 0) {
-                    return impl.failure(static_cast<int>(n), "reading a command's output");
-                }
-                break;
-            }
-        }
-        if (drained && libssh2().channel_eof(ch)) {
-            break;
-        }
-        if (progress) {
-            idle_deadline = impl.io_deadline();
-            continue;
-        }
-        // Reading one stream makes libssh2 take in every packet that has arrived, so the other stream's data
-        // or the end of the command may now wait in its buffers while the socket stays quiet: waiting on the
-        // socket then would last until the timeout (a CI run lost `whoami` that way). Read again instead.
-        if (libssh2().channel_eof(ch) != 0 || libssh2().poll_channel_read(ch, 0) != 0 ||
-            libssh2().poll_channel_read(ch, SSH_EXTENDED_DATA_STDERR) != 0) {
-            continue;
-        }
-        if (!s.wait(idle_deadline)) {
-            return impl.failure(LIBSSH2_ERROR_TIMEOUT, "waiting for a command");
-        }
+    if (!input.empty()) {
+        io.produce = [&](char* buffer, std::size_t capacity) -> Result<std::size_t> {
+            const std::size_t n = std::min(capacity, input.size() - sent);
+            std::copy_n(input.data() + sent, n, buffer);
+            sent += n;
+            return n;
+        };
     }
-    rc = s.retry([&] { return libssh2().channel_close(ch); }, impl.io_deadline());
-    if (rc == 0) {
-        rc = s.retry([&] { return libssh2().channel_wait_closed(ch); }, impl.io_deadline());
+    io.out = [&](std::string_view bytes) { out.out.append(bytes); };
+    io.err = [&](std::string_view bytes) { out.err.append(bytes); };
+    auto status = exec_streaming(command, io);
+    if (!status) {
+        return tl::unexpected(status.error());
     }
-    if (rc != 0) {
-        return impl.failure(rc, "closing a channel");
-    }
-    out.exit_status = libssh2().channel_get_exit_status(ch);
-    char* signal = nullptr;
-    std::size_t signal_len = 0;
-    libssh2().channel_get_exit_signal(ch, &signal, &signal_len, nullptr, nullptr, nullptr, nullptr);
-    if (signal) {
-        int number = signal_number(std::string_view(signal, signal_len));
-        out.exit_status = number > 0 ? 128 + number : 255;
-        libssh2().free(s.raw(), signal);
-    }
+    out.exit_status = *status;
     return out;
 }
 

@@ -4,8 +4,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <poll.h>
-#include <pty.h>
 #include <random>
 #include <sys/wait.h>
 #include <thread>
@@ -13,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "../cli/pty_run.hpp"
 #include "tcp_relay.hpp"
 #include "test_slurm_ssh_support.hpp"
 
@@ -204,61 +203,13 @@ TEST_CASE("ssh: tandem shell on a pseudo-terminal runs a command and exits with 
     REQUIRE(launched.exit_code == 0);
     const int id = launched_id(launched);
     lab.wait_state(id, "RUNNING");
-
-    int master = -1;
-    winsize ws{};
-    ws.ws_col = 123;
-    ws.ws_row = 45;
-    const pid_t pid = ::forkpty(&master, nullptr, nullptr, &ws);
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        for (const auto& [k, v] : lab.options.env) {
-            if (v) {
-                ::setenv(k.c_str(), v->c_str(), 1);
-            } else {
-                ::unsetenv(k.c_str());
-            }
-        }
-        ::setenv("TERM", "xterm", 1);
-        const std::string bin = tandem_bin();
-        const std::string job = std::to_string(id);
-        ::execl(bin.c_str(), bin.c_str(), "shell", job.c_str(), static_cast<char*>(nullptr));
-        ::_exit(127);
-    }
-    std::string seen;
-    auto read_until = [&](const std::string& needle, std::chrono::seconds limit) {
-        const auto deadline = std::chrono::steady_clock::now() + limit;
-        char buf[4096];
-        while (seen.find(needle) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
-            pollfd p{master, POLLIN, 0};
-            if (::poll(&p, 1, 100) > 0) {
-                const ssize_t n = ::read(master, buf, sizeof buf);
-                if (n <= 0) {
-                    break;
-                }
-                seen.append(buf, static_cast<std::size_t>(n));
-            }
-        }
-        return seen.find(needle) != std::string::npos;
-    };
-    const std::string command = "echo \"cols=$(tput cols) node=$SLURMD_NODENAME sum=$((6*7))\"; exit 5\r";
-    REQUIRE(::write(master, command.data(), command.size()) == static_cast<ssize_t>(command.size()));
-    CHECK(read_until("sum=42", std::chrono::seconds(30)));
-    CHECK(contains(seen, "cols=123"));
-    CHECK(contains(seen, "node=cpu"));
-    int status = 0;
-    // Until tandem has exited (up to 60 s), keeping the terminal drained; a closed terminal reads at once,
-    // so each turn also sleeps.
-    pid_t done = 0;
-    for (int i = 0; i < 600 && (done = ::waitpid(pid, &status, WNOHANG)) == 0; ++i) {
-        read_until("\x01never", std::chrono::seconds(0));
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    REQUIRE(done == pid);
-    ::close(master);
-    INFO(seen);
-    REQUIRE(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 5);
+    auto shell = run_in_pty(lab.options.env, {"shell", std::to_string(id)}, 123, 45,
+                            "echo \"cols=$(tput cols) node=$SLURMD_NODENAME sum=$((6*7))\"; exit 5\r");
+    INFO(shell.screen);
+    CHECK(contains(shell.screen, "sum=42"));
+    CHECK(contains(shell.screen, "cols=123"));
+    CHECK(contains(shell.screen, "node=cpu"));
+    CHECK(shell.exit_code == 5);
     lab.tandem({"cancel", std::to_string(id)});
 
     // Not a terminal: a clear refusal, pointing at exec.
