@@ -29,11 +29,20 @@ cd "$TANDEM_GIT_DIR/rank-$SLURM_NODEID" || exit 1
 )";
 
 // file_mounts: each node copies a mount's content from the upload cache in the shared home to its
-// destination (absolute, `~/...`, or relative to the home, as in SkyPilot), before setup.
+// destination (absolute, `~/...`, or relative to the home, as in SkyPilot), before setup. Every file goes
+// through a temporary name and a rename: on a shared filesystem all nodes write the same destination at
+// once, and a node reading a file another node is rewriting must see the whole file, never a truncated
+// one (a CI run caught a rank reading an empty file that way).
 constexpr std::string_view k_node_mount_function =
     R"sh(tandem_mount() {
     case "$2" in "~") d=$HOME ;; "~/"*) d=$HOME/${2#"~/"} ;; /*) d=$2 ;; *) d=$HOME/$2 ;; esac
-    if [ "$3" = dir ]; then mkdir -p "$d" && cp -a "$1/." "$d/"; else mkdir -p "$(dirname "$d")" && cp -a "$1" "$d"; fi && return 0
+    t=".tandem-$(hostname)-$$"
+    if [ "$3" = dir ]; then
+        mkdir -p "$d" && (cd "$1" && find . -type d -exec mkdir -p "$d/{}" \; &&
+            find . ! -type d -exec sh -c 'd=$1 t=$2; shift 2; for f; do cp -a "$f" "$d/$f$t" && mv -f "$d/$f$t" "$d/$f" || exit 1; done' tandem-mount "$d" "$t" {} +) && return 0
+    else
+        mkdir -p "$(dirname "$d")" && cp -a "$1" "$d$t" && mv -f "$d$t" "$d" && return 0
+    fi
     echo "tandem: file_mounts: cannot copy $2 into place on $(hostname)" >&2
     return 1
 }
