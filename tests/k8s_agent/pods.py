@@ -8,6 +8,17 @@ configMap volumes are projected at their mountPath on the host before the
 containers start (volumes.py): a missing non-optional ConfigMap keeps the pod
 Pending (ContainerCreating, FailedMount events) until it exists; while the pod
 runs they are re-synced every VOLUME_SYNC seconds, and removed when it ends.
+
+emptyDir volumes are a folder of the pod's own, bind-mounted at each
+container's mountPath inside a mount namespace of the container's own
+(unshare; the agent must run as root), so the pods of one host never see each
+other's, as with a container runtime; exec enters the same namespace
+(nsenter). The mountPath folder itself is created on the host, empty.
+
+initContainers run one after the other before the containers, as a kubelet
+runs them: the pod stays Pending (Initialized False, the containers waiting
+in PodInitializing) while one runs; one that fails fails the pod under
+restartPolicy Never and is restarted otherwise.
 Other volume types are ignored."""
 import copy
 import os
@@ -26,6 +37,13 @@ RESTART_DELAY = 1.0
 VOLUME_SYNC = 1.0  # seconds between configMap volume re-syncs (the kubelet's is about a minute)
 POD_IP = "127.0.0.1"
 
+# Runs a container's command after bind-mounting its emptyDir volumes (pairs of host folder and
+# mountPath, then "--", then an optional working directory and "--", then the argv).
+MOUNT_SCRIPT = (
+    'while [ "$1" != -- ]; do mkdir -p "$2" && mount --bind "$1" "$2" || exit 127; shift 2; done; shift; '
+    'if [ "$1" != -- ]; then cd "$1" || exit 127; shift; fi; shift; exec "$@"'
+)
+
 
 def _exit_code(rc):
     return 128 - rc if rc < 0 else rc  # killed by signal N -> 128+N, as a runtime reports it
@@ -34,8 +52,16 @@ def _exit_code(rc):
 class ContainerRun:
     """One container of a pod: the current process and its restarts."""
 
-    def __init__(self, spec, argv, env, cwd, log_dir):
-        self.spec, self.argv, self.env, self.cwd, self.log_dir = spec, argv, env, cwd, log_dir
+    def __init__(self, spec, argv, env, cwd, log_dir, mounts=()):
+        self.spec, self.env, self.cwd, self.log_dir = spec, env, cwd, log_dir
+        self.mounts = list(mounts)  # [(host folder, mountPath)] of its emptyDir volumes
+        self.argv = argv
+        if self.mounts:
+            words = [w for host, path in self.mounts for w in (host, path)] + ["--"]
+            wd = spec.get("workingDir")
+            words += ([wd] if wd else []) + ["--"]
+            self.argv = ["unshare", "-m", "--propagation", "private", "/bin/sh", "-c", MOUNT_SCRIPT,
+                         "tandem-agent-mounts"] + words + list(argv)
         self.name = spec["name"]
         self.restart_count = 0
         self.proc = None
@@ -110,6 +136,13 @@ class ContainerRun:
     def running(self):
         return self.proc is not None and self.proc.poll() is None
 
+    def enter(self):
+        """The argv prefix that runs a command inside this container's mount
+        namespace (for exec); empty when it has none."""
+        if not self.mounts or not self.running():
+            return []
+        return ["nsenter", "-t", str(self.proc.pid), "-m", "--"]
+
     def status(self):
         running = bool(self.state and "running" in self.state)
         image = self.spec.get("image", "")
@@ -133,6 +166,7 @@ class PodState:
         self.uid, self.ns, self.name = md["uid"], md["namespace"], md["name"]
         self.path = f"/api/v1/namespaces/{self.ns}/pods/{self.name}"
         self.runs = {}  # container name -> ContainerRun
+        self.init_runs = {}  # init container name -> ContainerRun
         self.volumes = None  # volumes.PodVolumes once _run_pod has set them up
         self.deleting = False
         self.gone = False
@@ -189,7 +223,7 @@ class Runner:
             return
         with st.lock:
             st.gone = True
-        for run in list(st.runs.values()):
+        for run in list(st.runs.values()) + list(st.init_runs.values()):
             run.signal(signal.SIGKILL)
             run.exited.set()
         self._release_volumes(st)
@@ -202,12 +236,12 @@ class Runner:
         with self.lock:
             for st in self.pods.values():
                 if st.ns == ns and st.name == name:
-                    return st.runs.get(container)
+                    return st.runs.get(container) or st.init_runs.get(container)
         return None
 
     def shutdown(self):
         with self.lock:
-            runs = [r for st in self.pods.values() for r in st.runs.values()]
+            runs = [r for st in self.pods.values() for r in list(st.runs.values()) + list(st.init_runs.values())]
         for r in runs:
             r.signal(signal.SIGTERM)
         end = time.monotonic() + 3
@@ -290,11 +324,33 @@ class Runner:
         base = envres.base_env(pod, self.api_port, self.marker)
         base["HOME"] = os.path.join(st.dir, "work")
         os.makedirs(base["HOME"], exist_ok=True)
-        plans = []
-        for c in pod["spec"]["containers"]:
+        empty_dirs = {
+            v["name"]: os.path.join(st.dir, "volumes", v["name"])
+            for v in pod["spec"].get("volumes") or []
+            if v.get("emptyDir") is not None and v.get("name")
+        }
+
+        def plan(c):
             env = envres.container_env(pod, c, base, getter("secrets"), getter("configmaps"))
-            plans.append((c, envres.container_argv(c, env), env))
-        return plans
+            mounts = []
+            for m in c.get("volumeMounts") or []:
+                host = empty_dirs.get(m.get("name", ""))
+                if host is None:
+                    continue
+                path = m.get("mountPath", "")
+                if not os.path.isabs(path) or m.get("subPath") or m.get("subPathExpr"):
+                    raise envres.ConfigError(
+                        f"container {c.get('name')}: emptyDir mount {m.get('name')!r} at {path!r}: the node "
+                        "agent mounts emptyDir volumes at absolute paths, without subPath"
+                    )
+                if os.geteuid() != 0:
+                    raise envres.ConfigError("emptyDir volumes need the node agent to run as root (mount namespaces)")
+                os.makedirs(host, exist_ok=True)
+                mounts.append((host, os.path.normpath(path)))
+            return (c, envres.container_argv(c, env), env, mounts)
+
+        spec = pod["spec"]
+        return [plan(c) for c in spec.get("initContainers") or []], [plan(c) for c in spec["containers"]]
 
     # ---- configMap volumes ------------------------------------------------
 
@@ -408,8 +464,6 @@ class Runner:
 
     def _run_pod(self, st):
         spec = st.pod["spec"]
-        if spec.get("initContainers"):
-            return self._fail_pod(st, "Unsupported", "the node agent does not run initContainers")
         start_time = now_rfc3339()
         if not self._setup_volumes(st, start_time):
             return
@@ -418,7 +472,7 @@ class Runner:
             if st.deleting or st.gone:
                 return
             try:
-                plans = self._resolve(st)
+                init_plans, plans = self._resolve(st)
                 break
             except (envres.ConfigError, OSError) as e:
                 msg = str(e)
@@ -432,12 +486,12 @@ class Runner:
                     )
                     post_event(st.api, st.pod, st.node, None, "Failed", f"Error: {msg}", warning=True)
                 time.sleep(2)
-        for c, argv, env in plans:
-            log_dir = os.path.join(st.dir, "logs", c["name"])
-            os.makedirs(log_dir, exist_ok=True)
-            cwd = self._workdir(st, c)
-            os.makedirs(cwd, exist_ok=True)
-            run = ContainerRun(c, argv, env, cwd, log_dir)
+        policy = spec.get("restartPolicy", "Always")
+        for c, argv, env, mounts in init_plans:
+            if not self._run_init(st, c, argv, env, mounts, start_time, policy):
+                return
+        for c, argv, env, mounts in plans:
+            run = self._container(st, c, argv, env, mounts)
             with st.lock:
                 if st.deleting or st.gone:
                     return
@@ -445,25 +499,99 @@ class Runner:
                 st.runs[c["name"]] = run
             self._started_event(st, run)
         if not any(r.proc for r in st.runs.values()):
-            return self._supervise(st, spec.get("restartPolicy", "Always"))  # nothing started: no Running
+            return self._supervise(st, policy)  # nothing started: no Running
         conds = [
             {"type": t, "status": "True", "lastTransitionTime": start_time}
             for t in ("Initialized", "Ready", "ContainersReady")
         ]
+        status = {
+            "phase": "Running",
+            "hostIP": POD_IP,
+            "podIP": POD_IP,
+            "podIPs": [{"ip": POD_IP}],
+            "startTime": start_time,
+            "conditions": conds,
+            "containerStatuses": self._statuses(st),
+        }
+        if st.init_runs:
+            status["initContainerStatuses"] = [r.status() for r in st.init_runs.values()]
         self._report(
             st,
-            {
-                "phase": "Running",
-                "hostIP": POD_IP,
-                "podIP": POD_IP,
-                "podIPs": [{"ip": POD_IP}],
-                "startTime": start_time,
-                "conditions": conds,
-                "containerStatuses": self._statuses(st),
-            },
+            status,
             "Running (" + ", ".join(f"{r.name}: pid {r.proc.pid if r.proc else '-'}" for r in st.runs.values()) + ")",
         )
-        self._supervise(st, spec.get("restartPolicy", "Always"))
+        self._supervise(st, policy)
+
+    def _container(self, st, c, argv, env, mounts):
+        log_dir = os.path.join(st.dir, "logs", c["name"])
+        os.makedirs(log_dir, exist_ok=True)
+        cwd = self._workdir(st, c) if not mounts else os.path.join(st.dir, "work")
+        os.makedirs(cwd, exist_ok=True)
+        return ContainerRun(c, argv, env, cwd, log_dir, mounts)
+
+    def _init_status(self, st, start_time, what):
+        """Pending while an init container runs: Initialized False, the containers in PodInitializing."""
+        t = now_rfc3339()
+        status = {
+            "phase": "Pending",
+            "hostIP": POD_IP,
+            "podIP": POD_IP,
+            "podIPs": [{"ip": POD_IP}],
+            "startTime": start_time,
+            "conditions": [
+                {"type": "Initialized", "status": "False", "reason": "ContainersNotInitialized", "lastTransitionTime": t}
+            ],
+            "initContainerStatuses": [r.status() for r in st.init_runs.values()],
+            "containerStatuses": self._waiting(st.pod["spec"], "PodInitializing"),
+        }
+        self._report(st, status, what)
+
+    def _run_init(self, st, c, argv, env, mounts, start_time, policy):
+        """Runs one init container to its successful end (restarting it unless the policy is Never).
+        False when the pod failed or was deleted meanwhile."""
+        run = self._container(st, c, argv, env, mounts)
+        with st.lock:
+            if st.deleting or st.gone:
+                return False
+            run.start()
+            st.init_runs[c["name"]] = run
+        self._started_event(st, run)
+        self._init_status(st, start_time, f"Init:{run.name} running")
+        while True:
+            time.sleep(POLL)
+            if st.deleting or st.gone:
+                return False
+            with st.lock:
+                code = run.poll()
+                if code is None and run.proc is not None:
+                    continue
+                code = run.state["terminated"]["exitCode"]
+            if code == 0:
+                return True
+            if policy == "Never":
+                t = now_rfc3339()
+                self._report(
+                    st,
+                    {
+                        "phase": "Failed",
+                        "conditions": [
+                            {"type": "Initialized", "status": "False", "reason": "ContainersNotInitialized",
+                             "lastTransitionTime": t}
+                        ],
+                        "initContainerStatuses": [r.status() for r in st.init_runs.values()],
+                        "containerStatuses": self._waiting(st.pod["spec"], "PodInitializing"),
+                    },
+                    f"Failed (init container {run.name} exited {code})",
+                )
+                self._release_volumes(st)
+                return False
+            self._init_status(st, start_time, f"Init:Error ({run.name} exited {code}); restarting it")
+            time.sleep(RESTART_DELAY)
+            with st.lock:
+                if st.deleting or st.gone:
+                    return False
+                run.restart()
+            self._init_status(st, start_time, f"Init:{run.name} restarted ({run.restart_count})")
 
     def _supervise(self, st, policy):
         pending_restart = {}  # name -> monotonic time of restart
@@ -524,7 +652,7 @@ class Runner:
         grace = st.pod["metadata"].get("deletionGracePeriodSeconds")
         grace = 30 if grace is None else int(grace)
         with st.lock:
-            runs = [r for r in st.runs.values() if r.running()]
+            runs = [r for r in list(st.runs.values()) + list(st.init_runs.values()) if r.running()]
         if runs:
             log(f"pod {st.ns}/{st.name}: deleted; TERM {', '.join(str(r.proc.pid) for r in runs)} (grace {grace}s)")
             for r in runs:

@@ -145,6 +145,7 @@ def exec_in(handler, run, query):
         return
     ws = Socket(handler.rfile, handler.wfile)
     log(f"exec in {run.spec.get('name')}: {command} tty={tty} ({proto})")
+    command = run.enter() + command  # into the container's mount namespace (its emptyDir volumes)
     master = None
     try:
         if tty:

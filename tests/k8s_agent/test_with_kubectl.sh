@@ -4,7 +4,7 @@
 # Kubernetes testbed (scripts/testbed/k8s up). One scenario per run:
 #   tests/k8s_agent/test_with_kubectl.sh SCENARIO
 # Scenarios: job-completes gpu-job gpu-insufficient mig-job exit-code
-#            exec logs-follow delete-kills delete-stubborn restart-on-failure cannot-run
+#            exec init-empty-dir init-fails logs-follow delete-kills delete-stubborn restart-on-failure cannot-run
 #            secret-missing secret-env configmap-volume configmap-volume-missing
 #            auth apiserver-restart (stops the apiserver for a while: run it alone)
 # A testbed that is not up is a failure, not a skip.
@@ -166,6 +166,49 @@ case $SCENARIO in
     tty=$(script -qec "$KUBECTL --kubeconfig $K8S_KUBECONFIG -n $K8S_NAMESPACE exec -it $pod -- sh -c 'tty >/dev/null && echo on-a-tty; exit 4'" /dev/null </dev/null) && trc=0 || trc=$?
     [[ $tty == *on-a-tty* ]] || fail "exec -t gave no terminal: $tty"
     expect_eq "exec -t exit code" "$trc" 4
+    ;;
+  init-empty-dir)
+    # An init container waits for a file that kubectl puts into the pod's emptyDir over exec (as tandem
+    # sends a workdir); the main container starts only after it and sees the file, which never
+    # appears on the host's /shared (the volume is the pod's own).
+    job "$NAME" '      - name: main
+        image: busybox
+        command: [sh, -c, "cat /shared/sent.txt; ls /shared"]
+        volumeMounts: [{name: scratch, mountPath: /shared}]' '      volumes: [{name: scratch, emptyDir: {}}]
+      initContainers:
+      - name: wait-upload
+        image: busybox
+        command: [sh, -c, "while [ ! -e /shared/.done ]; do sleep 0.2; done; echo init saw $(cat /shared/sent.txt)"]
+        volumeMounts: [{name: scratch, mountPath: /shared}]'
+    pod=$(pod_of "$NAME")
+    init_running() { [[ $(jp "pod/$pod" '{.status.initContainerStatuses[0].state.running.startedAt}') != "" ]]; }
+    wait_until 20 "init container of $pod running" init_running
+    expect_eq "phase while initializing" "$(jp "pod/$pod" '{.status.phase}')" Pending
+    expect_eq "main container waits" "$(jp "pod/$pod" '{.status.containerStatuses[0].state.waiting.reason}')" PodInitializing
+    k get pod "$pod" >"$WORK/get"
+    grep -q "Init:0/1" "$WORK/get" || fail "kubectl get pod does not show Init:0/1: $(cat "$WORK/get")"
+    echo "sent-by-$NAME" >"$WORK/sent.txt"
+    tar -C "$WORK" -cf - sent.txt | k exec -i "$pod" -c wait-upload -- sh -c 'tar -x -f - -C /shared && touch /shared/.done' ||
+      fail "kubectl exec into the init container failed"
+    wait_job "$NAME" complete
+    expect_eq "init terminated" "$(jp "pod/$pod" '{.status.initContainerStatuses[0].state.terminated.exitCode}')" 0
+    expect_eq "main sees the file" "$(k logs "$pod" | head -1)" "sent-by-$NAME"
+    [[ $(k logs "$pod" -c wait-upload) == "init saw sent-by-$NAME" ]] || fail "init container log: $(k logs "$pod" -c wait-upload)"
+    [[ ! -e /shared/sent.txt ]] || fail "the emptyDir leaked onto the host's /shared"
+    ;;
+  init-fails)
+    job "$NAME" '      - name: main
+        image: busybox
+        command: [sh, -c, "echo main must not run"]' '      initContainers:
+      - name: prepare
+        image: busybox
+        command: [sh, -c, "echo preparing failed >&2; exit 5"]'
+    wait_job "$NAME" failed
+    pod=$(pod_of "$NAME")
+    expect_eq "phase" "$(jp "pod/$pod" '{.status.phase}')" Failed
+    expect_eq "init terminated" "$(jp "pod/$pod" '{.status.initContainerStatuses[0].state.terminated.exitCode}')" 5
+    expect_eq "main never started" "$(jp "pod/$pod" '{.status.containerStatuses[0].state.waiting.reason}')" PodInitializing
+    [[ $(k logs "$pod" -c prepare) == *"preparing failed"* ]] || fail "init container log: $(k logs "$pod" -c prepare)"
     ;;
   exit-code)
     job "$NAME" '      - name: main
