@@ -10,7 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
-#include "backends/slurm/remote_upload.hpp"
+#include "backends/upload/progress.hpp"
 #include "cli/output.hpp"
 
 namespace tandem::cli {
@@ -76,7 +76,7 @@ namespace {
 int run_action(const Action& action) {
     try {
         if (stderr_is_terminal()) { // a progress line for uploads; nothing when stderr is a file or pipe
-            slurm::set_upload_progress([](const std::string& line, bool done) {
+            upload::set_progress([](const std::string& line, bool done) {
                 std::fprintf(stderr, "\r\033[K%s%s", line.c_str(), done ? "\n" : "");
                 std::fflush(stderr);
             });

@@ -180,7 +180,7 @@ const std::array<FieldRule, 19> k_rules{{
      has_file_mounts,
      {"the task runs on this machine, where its files already are: use their paths",
       k_yes, // over SSH (a REST-only cluster says so at submit)
-      "file_mounts are not supported on k8s yet"},
+      k_yes}, // over pods/exec into each pod's upload container
      {}},
     // Accepted everywhere it applies, without effect: `plan` lists them.
     {"resources.labels", has_labels, {}, {k_no_labels, k_no_labels, {}}},

@@ -234,6 +234,11 @@ Result<JobPlan> K8sBackend::job_plan(const TaskSpec& spec, const Placement& plac
     if (auto pc = resources.hints.find("priority_class"); pc != resources.hints.end() && pc->second.is_string()) {
         plan.priority_class = pc->second.get<std::string>();
     }
+    auto upload = pod_upload(spec);
+    if (!upload) {
+        return tl::unexpected(upload.error());
+    }
+    plan.upload = std::move(*upload);
     return plan;
 }
 
@@ -326,6 +331,17 @@ Result<std::string> K8sBackend::submit(const TaskSpec& spec, const Placement& pl
     if (!manifests) {
         return tl::unexpected(manifests.error());
     }
+    // The files are read (and their size checked) before anything is created.
+    std::optional<upload::UploadSet> uploads;
+    if (plan->upload) {
+        auto set = upload::scan_uploads(spec, m_settings.workdir_limit_bytes);
+        if (!set) {
+            Error e = set.error();
+            e.message = fmt::format("{}: {}", m_cluster, e.message);
+            return tl::unexpected(before_submit(e));
+        }
+        uploads = std::move(*set);
+    }
     const auto& ns = plan->namespace_name;
     // Only a refusal on the job's merits counts: a dry run the credentials may not make (RBAC that
     // allows Jobs but not Pods) or that fails in transit proves nothing, and the Job is created anyway.
@@ -357,9 +373,11 @@ Result<std::string> K8sBackend::submit(const TaskSpec& spec, const Placement& pl
     auto take_back = [&]() {
         const json background = {
             {"kind", "DeleteOptions"}, {"apiVersion", "v1"}, {"propagationPolicy", "Background"}};
+        bool all = true;
         for (const auto& name : created_jobs) {
-            (void)m_api.call("DELETE", jobs_path(ns) + "/" + name, background, {404}, true);
+            all = m_api.call("DELETE", jobs_path(ns) + "/" + name, background, {404}, true).has_value() && all;
         }
+        return all;
     };
     for (const auto& job : manifests->jobs) {
         json created;
@@ -391,6 +409,17 @@ Result<std::string> K8sBackend::submit(const TaskSpec& spec, const Placement& pl
             // them back, and let launch try the next cluster when the cluster refused on the merits.
             take_back();
             return tl::unexpected(declined(ok.error()) ? refusal(ok.error()) : ok.error());
+        }
+    }
+    if (uploads) {
+        if (auto sent = send_uploads(spec, *plan, *uploads); !sent) {
+            // The job never started (its pods wait in their upload container): take it back and fail it
+            // with the reason. Should that fail too, the Jobs stay, their pods give up waiting after
+            // upload_wait_seconds, and the launch records the job as submitted (it may be found).
+            if (take_back()) {
+                return tl::unexpected(before_submit(sent.error()));
+            }
+            return tl::unexpected(sent.error());
         }
     }
     return ns + "/" + plan->base_name;

@@ -5,6 +5,7 @@
 // job, and cancel deletes everything of it (Jobs with propagationPolicy Background, so no pod is left).
 // The server version (GET /version) is cached in the state folder: it decides Indexed Jobs and TTL.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -14,9 +15,21 @@
 #include "backends/k8s/k8s_settings.hpp"
 #include "backends/k8s/kube_api.hpp"
 #include "backends/k8s/manifests.hpp"
+#include "backends/upload/upload_set.hpp"
 #include "core/backend.hpp"
 
 namespace tandem::k8s {
+
+// The streams of one exec: stdin from a descriptor (until its end) or from `produce` (pulled until it
+// gives 0 bytes), stdout and stderr to the callbacks.
+struct PodExecIo {
+    int input_fd = -1;
+    std::function<Result<std::size_t>(char* buffer, std::size_t capacity)> produce;
+    std::function<void(std::string_view)> out;
+    std::function<void(std::string_view)> err;
+    TtySize size;
+    std::function<std::optional<TtySize>()> resized;
+};
 
 class K8sBackend final : public Backend {
 public:
@@ -43,6 +56,13 @@ public:
 
 private:
     Result<ServerFeatures> features();
+    // What the pods receive from this machine (k8s_upload.cpp); nullopt when nothing.
+    Result<std::optional<PodUpload>> pod_upload(const TaskSpec& spec) const;
+    // Sends the files to every rank's upload container once it runs (k8s_upload.cpp).
+    Status send_uploads(const TaskSpec& spec, const JobPlan& plan, const upload::UploadSet& set);
+    // `command` in a container of a pod, over pods/exec (k8s_exec.cpp).
+    Result<int> exec_in_pod(const std::string& ns, const std::string& pod, const std::string& container,
+                            const std::vector<std::string>& command, bool tty, PodExecIo& io);
     Result<JobPlan> job_plan(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
                              const std::string& token = {});
     Status create(const std::string& path, const nlohmann::json& object, const std::string& token,

@@ -71,10 +71,22 @@ Result<int> K8sBackend::exec(const JobRecord& job, const ExecRequest& request, E
     if (command.empty()) { // a login shell: bash where the image has it
         command = {"/bin/sh", "-c", "if command -v bash >/dev/null 2>&1; then exec bash -l; else exec sh -l; fi"};
     }
+    PodExecIo pod_io;
+    pod_io.input_fd = io.input_fd;
+    pod_io.out = io.out;
+    pod_io.err = io.err;
+    pod_io.size = io.size;
+    pod_io.resized = io.resized;
+    return exec_in_pod(ns, pod, container, command, request.tty, pod_io);
+}
+
+Result<int> K8sBackend::exec_in_pod(const std::string& ns, const std::string& pod, const std::string& container,
+                                    const std::vector<std::string>& command, bool tty, PodExecIo& io) {
     std::string path = fmt::format("/api/v1/namespaces/{}/pods/{}/exec?container={}&stdout=true", ns, pod,
                                    query_escape(container));
-    path += request.tty ? "&tty=true" : "&stderr=true";
-    if (io.input_fd >= 0) {
+    path += tty ? "&tty=true" : "&stderr=true";
+    const bool pulled = static_cast<bool>(io.produce);
+    if (io.input_fd >= 0 || pulled) {
         path += "&stdin=true";
     }
     for (const auto& word : command) {
@@ -91,37 +103,56 @@ Result<int> K8sBackend::exec(const JobRecord& job, const ExecRequest& request, E
         return socket.send(net::ws_op::binary, std::string(1, k_resize) +
                                                    fmt::format("{{\"Width\":{},\"Height\":{}}}", size.columns, size.rows));
     };
-    if (request.tty) {
+    if (tty) {
         if (auto ok = send_resize(io.size); !ok) {
             return tl::unexpected(ok.error());
         }
     }
-    bool input_open = io.input_fd >= 0;
+    bool input_open = io.input_fd >= 0 || pulled;
+    auto close_input = [&] {
+        input_open = false;
+        if (v5) { // v4 has no way to say it: the command keeps its stdin open
+            const char close_stdin[2] = {static_cast<char>(k_close), k_stdin};
+            (void)socket.send(net::ws_op::binary, std::string_view(close_stdin, 2));
+        }
+    };
+    // A pulled input goes out in frames of this size (kubectl sends 32 KiB; fewer, larger frames cost less).
+    std::string frame(pulled ? 256 * 1024 : 32 * 1024, '\0');
     std::optional<int> exit_code;
     std::vector<net::WebSocketMessage> messages;
     for (;;) {
-        pollfd p[2] = {{socket.fd(), POLLIN, 0}, {input_open ? io.input_fd : -1, POLLIN, 0}};
-        ::poll(p, input_open ? 2 : 1, 250);
-        if (request.tty && io.resized) {
+        const bool pull_now = input_open && pulled;
+        pollfd p[2] = {{socket.fd(), POLLIN, 0}, {input_open && !pulled ? io.input_fd : -1, POLLIN, 0}};
+        ::poll(p, input_open && !pulled ? 2 : 1, pull_now ? 0 : 250);
+        if (tty && io.resized) {
             if (auto size = io.resized()) {
                 (void)send_resize(*size);
             }
         }
-        if (input_open && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-            char buf[32 * 1024];
-            const ssize_t n = ::read(io.input_fd, buf + 1, sizeof buf - 1);
+        if (pull_now) {
+            auto n = io.produce(frame.data() + 1, frame.size() - 1);
+            if (!n) {
+                return tl::unexpected(n.error());
+            }
+            if (*n == 0) {
+                close_input();
+            } else {
+                frame[0] = k_stdin;
+                if (auto ok = socket.send(net::ws_op::binary, std::string_view(frame.data(), *n + 1)); !ok) {
+                    return tl::unexpected(ok.error());
+                }
+            }
+        } else if (input_open && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+            const ssize_t n = ::read(io.input_fd, frame.data() + 1, frame.size() - 1);
             if (n > 0) {
-                buf[0] = k_stdin;
-                if (auto ok = socket.send(net::ws_op::binary, std::string_view(buf, static_cast<std::size_t>(n) + 1));
+                frame[0] = k_stdin;
+                if (auto ok = socket.send(net::ws_op::binary,
+                                          std::string_view(frame.data(), static_cast<std::size_t>(n) + 1));
                     !ok) {
                     return tl::unexpected(ok.error());
                 }
             } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-                input_open = false;
-                if (v5) { // v4 has no way to say it: the command keeps its stdin open
-                    const char close_stdin[2] = {static_cast<char>(k_close), k_stdin};
-                    (void)socket.send(net::ws_op::binary, std::string_view(close_stdin, 2));
-                }
+                close_input();
             }
         }
         messages.clear();
@@ -169,6 +200,9 @@ Result<int> K8sBackend::exec(const JobRecord& job, const ExecRequest& request, E
                 return fail(ErrorKind::unavailable, who + ": the connection ended before the command's exit status");
             }
             return *exit_code;
+        }
+        if (exit_code && pull_now) {
+            return *exit_code; // the command ended before taking all its input (it failed, or did not want it)
         }
     }
 }

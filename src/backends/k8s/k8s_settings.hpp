@@ -8,10 +8,13 @@
 //     namespace: ml                  # default: the context's namespace
 //     image: ubuntu:22.04            # when the task has no image_id
 //     ttl_seconds_after_finished: 86400   # 0: keep finished Jobs
+//     workdir_limit_mb: 100          # workdir and file_mounts together, sent to every pod
+//     upload_wait_seconds: 600       # how long launch waits for the pods to take the files
 //
 // Contexts found in the kubeconfig are clusters `k8s/<context>` without any entry (see context.cpp).
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -27,6 +30,8 @@ struct K8sSettings {
     std::string image = "ubuntu:22.04";
     std::optional<int> ttl_seconds_after_finished = 86400;
     std::chrono::milliseconds timeout{15'000};
+    std::uint64_t workdir_limit_bytes = std::uint64_t{100} * 1024 * 1024;
+    int upload_wait_seconds = 600;
 };
 
 Result<K8sSettings> parse_k8s_settings(const ClusterConfig& cluster, const GetEnv& getenv);

@@ -13,6 +13,7 @@
 
 #include "backends/k8s/labels.hpp"
 #include "backends/k8s/node_inventory.hpp"
+#include "backends/upload/mount_script.hpp"
 #include "core/git_checkout.hpp"
 #include "core/job_group.hpp"
 
@@ -41,13 +42,40 @@ cd "$TANDEM_GIT_DIR/rank-$TANDEM_NODE_RANK" || exit 1
 constexpr std::string_view k_node_group_wait = R"(tandem_group_wait "$TANDEM_GROUP_BOOK" || exit $?
 )";
 
-std::string node_program(const TaskSpec& spec) {
+// With uploads, the file_mounts follow setup and run as arguments, three words each (kind, staged
+// path, destination): no user text is ever part of the program.
+constexpr std::string_view k_node_mounts = R"sh(tandem_setup=$1 tandem_run=$2
+shift 2
+while [ "$#" -ge 3 ]; do tandem_mount "$2" "$3" "$1" || exit 1; shift 3; done
+set -- "$tandem_setup" "$tandem_run"
+)sh";
+
+// The upload container: waits for the files tandem sends over exec, giving up after $1 seconds (the
+// launch that was to send them ended first), so an abandoned pod fails instead of waiting forever.
+constexpr std::string_view k_upload_wait = R"sh(end=$(( $(date +%s) + $1 ))
+while [ ! -e /tandem/.tandem-complete ]; do
+  if [ "$(date +%s)" -ge "$end" ]; then
+    echo "tandem: the workdir and file_mounts did not arrive within $1 s (the launch that was to send them ended)" >&2
+    exit 1
+  fi
+  sleep 0.2 2>/dev/null || sleep 1
+done)sh";
+
+std::string node_program(const TaskSpec& spec, const JobPlan& plan) {
     std::string program;
     if (!spec.group_channel.empty()) {
         program += group_wait_function() + std::string(k_node_group_wait);
     }
     if (spec.git_workdir) {
         program += git_checkout_function() + std::string(k_node_git);
+    }
+    if (plan.upload) {
+        if (!plan.upload->mounts.empty()) {
+            program += std::string(upload::mount_copy_function()) + std::string(k_node_mounts);
+        }
+        if (plan.upload->workdir) {
+            program += fmt::format("cd {}/workdir || exit 1\n", k_upload_root);
+        }
     }
     return program + std::string(k_node_program);
 }
@@ -254,11 +282,19 @@ json container_ports(const TaskSpec& spec) {
 }
 
 json pod_template(const TaskSpec& spec, const JobPlan& plan, std::optional<int> rank) {
+    json args = {escape_expansion(spec.setup), escape_expansion(spec.run)};
+    if (plan.upload) {
+        for (const auto& m : plan.upload->mounts) {
+            args.push_back(m.file_name.empty() ? "dir" : "file");
+            args.push_back(escape_expansion(m.staged));
+            args.push_back(escape_expansion(m.destination));
+        }
+    }
     json container = {
         {"name", k_container},
         {"image", plan.image},
-        {"command", {"/bin/bash", "-c", escape_expansion(node_program(spec)), "tandem-node"}},
-        {"args", {escape_expansion(spec.setup), escape_expansion(spec.run)}},
+        {"command", {"/bin/bash", "-c", escape_expansion(node_program(spec, plan)), "tandem-node"}},
+        {"args", args},
         {"env", environment(spec, plan, rank)},
     };
     if (auto res = container_resources(plan); !res.empty()) {
@@ -267,18 +303,36 @@ json pod_template(const TaskSpec& spec, const JobPlan& plan, std::optional<int> 
     if (auto ports = container_ports(spec); !ports.empty()) {
         container["ports"] = ports;
     }
-    if (!spec.group_channel.empty()) {
-        container["volumeMounts"] =
-            json::array({{{"name", "tandem-group"}, {"mountPath", group_mount_path(spec)}, {"readOnly", true}}});
+    json mounts = json::array();
+    json volumes = json::array();
+    if (!spec.group_channel.empty()) { // optional: the pod starts before the ConfigMap exists
+        mounts.push_back({{"name", "tandem-group"}, {"mountPath", group_mount_path(spec)}, {"readOnly", true}});
+        volumes.push_back({{"name", "tandem-group"}, {"configMap", {{"name", spec.group_channel}, {"optional", true}}}});
+    }
+    const json files_mount = {{"name", "tandem-files"}, {"mountPath", std::string(k_upload_root)}};
+    if (plan.upload) {
+        mounts.push_back(files_mount);
+        volumes.push_back({{"name", "tandem-files"}, {"emptyDir", json::object()}});
+    }
+    if (!mounts.empty()) {
+        container["volumeMounts"] = mounts;
     }
     json pod_spec = {
         {"restartPolicy", "Never"},
         {"enableServiceLinks", false},
         {"containers", json::array({container})},
     };
-    if (!spec.group_channel.empty()) { // optional: the pod starts before the ConfigMap exists
-        pod_spec["volumes"] = json::array(
-            {{{"name", "tandem-group"}, {"configMap", {{"name", spec.group_channel}, {"optional", true}}}}});
+    if (!volumes.empty()) {
+        pod_spec["volumes"] = volumes;
+    }
+    if (plan.upload) {
+        pod_spec["initContainers"] = json::array({{
+            {"name", std::string(k_upload_container)},
+            {"image", plan.image},
+            {"command", {"/bin/sh", "-c", escape_expansion(k_upload_wait), "tandem-upload"}},
+            {"args", {std::to_string(plan.upload->wait_seconds)}},
+            {"volumeMounts", json::array({files_mount})},
+        }});
     }
     if (plan.gpu) {
         if (!plan.gpu->product.empty()) { // terms are ORed: the product under any label that names one

@@ -46,6 +46,24 @@ struct GpuRequest {
 // The product is the pool's name unless the pool is one of unlabelled GPU nodes ("gpu").
 std::optional<GpuRequest> choose_gpu_request(const Accelerator& want, const Pool& pool);
 
+// A local workdir and file_mounts on Kubernetes (k8s_upload.cpp): every pod gets an emptyDir volume at
+// k_upload_root and an init container, k_upload_container, that waits there until tandem has sent the
+// files over exec (one tar stream per pod) and marked them complete; the main container then copies each
+// mount to its destination and runs in the workdir.
+inline constexpr std::string_view k_upload_root = "/tandem";
+inline constexpr std::string_view k_upload_container = "tandem-upload";
+inline constexpr std::string_view k_upload_complete = "/tandem/.tandem-complete";
+struct PodUpload {
+    bool workdir = false; // at k_upload_root/workdir
+    struct Mount {
+        std::string destination; // as the task wrote it
+        std::string staged;      // where the pod receives it: k_upload_root/mounts/<k>[/<file name>]
+        std::string file_name;   // a single file's name in its staging folder; empty for a folder
+    };
+    std::vector<Mount> mounts; // the task's local file_mounts, in order
+    int wait_seconds = 600;    // the init container gives up after this long without the files
+};
+
 struct JobPlan {
     std::int64_t tandem_id = 0;
     std::string base_name;    // DNS-1123 label; the Job name (or the per-rank Jobs' prefix) and Service name
@@ -63,6 +81,7 @@ struct JobPlan {
     std::optional<double> limits_factor; // set_pod_resource_limits: cpu and memory limits = requests x this
     std::string service_account;         // remote_identity resolved for this context; empty: the default
     std::string priority_class;          // resources.priority_class
+    std::optional<PodUpload> upload;     // a local workdir or file_mounts to send
 };
 
 // SkyPilot's remote_identity for `context`: a ServiceAccount name, or the one its {context: name}

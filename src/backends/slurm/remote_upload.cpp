@@ -1,32 +1,16 @@
 #include "backends/slurm/remote_upload.hpp"
 
-#include <chrono>
-#include <mutex>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "backends/slurm/script_quoting.hpp"
+#include "backends/upload/progress.hpp"
 #include "backends/upload/tar_stream.hpp"
 
 namespace tandem::slurm {
 
 namespace {
-
-std::mutex g_progress_mutex;
-std::function<void(const std::string&, bool)> g_progress;
-
-void progress(const std::string& line, bool done) {
-    std::lock_guard lock(g_progress_mutex);
-    if (g_progress) {
-        g_progress(line, done);
-    }
-}
-
-bool progress_wanted() {
-    std::lock_guard lock(g_progress_mutex);
-    return static_cast<bool>(g_progress);
-}
 
 std::string first_line(const std::string& text) {
     const auto end = text.find('\n');
@@ -72,29 +56,15 @@ Result<std::uint64_t> send_unit(net::RemoteHost& host, const std::string& cache,
         "tar -x -f - -C \"$p\"; mv -T \"$p\" \"$c/{1}\" 2>/dev/null || true",
         shell_quote(cache), unit.hash);
     upload::TarSource tar(upload::tar_entries(unit));
-    const bool show = progress_wanted();
-    const auto start = std::chrono::steady_clock::now();
-    auto last = start;
+    upload::ProgressLine line(fmt::format("{} to {}", unit.label, cluster), unit.bytes);
     std::uint64_t wire = 0;
-    auto line = [&] {
-        const double seconds =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        return fmt::format("uploading {} to {}: {} of {}, {:.1f} MiB/s", unit.label, cluster,
-                           upload::mib(tar.content_bytes()), upload::mib(unit.bytes),
-                           seconds > 0 ? static_cast<double>(tar.content_bytes()) / (1024.0 * 1024.0) / seconds
-                                       : 0.0);
-    };
     net::ExecStreams io;
     std::string err;
     io.produce = [&](char* buffer, std::size_t capacity) -> Result<std::size_t> {
         auto n = tar.read(buffer, capacity);
         if (n) {
             wire += *n;
-            const auto now = std::chrono::steady_clock::now();
-            if (show && now - last > std::chrono::milliseconds(200)) {
-                last = now;
-                progress(line(), false);
-            }
+            line.note(tar.content_bytes());
         }
         return n;
     };
@@ -104,9 +74,7 @@ Result<std::uint64_t> send_unit(net::RemoteHost& host, const std::string& cache,
         }
     };
     auto status = host.exec_streaming(command, io);
-    if (show) {
-        progress(line(), true);
-    }
+    line.finish(tar.content_bytes());
     if (!status) {
         Error e = status.error();
         e.message = fmt::format("cluster {}: uploading {}: {}", cluster, unit.label, e.message);
@@ -120,11 +88,6 @@ Result<std::uint64_t> send_unit(net::RemoteHost& host, const std::string& cache,
 }
 
 } // namespace
-
-void set_upload_progress(std::function<void(const std::string& line, bool done)> sink) {
-    std::lock_guard lock(g_progress_mutex);
-    g_progress = std::move(sink);
-}
 
 std::string upload_cache_dir(const std::string& home) {
     return home + "/.tandem/cache";

@@ -44,8 +44,4 @@ Result<TaskSpec> with_uploads(net::RemoteHost* host, const TaskSpec& spec, const
                               std::uint64_t limit_bytes, const std::string& token, const std::string& cluster,
                               std::vector<MountCopy>& plan_mounts);
 
-// A progress line for a terminal, set by the CLI when stderr is one ("uploading workdir: 12.0 MiB of
-// 100.0 MiB, 85.3 MiB/s"); nothing is printed when unset.
-void set_upload_progress(std::function<void(const std::string& line, bool done)> sink);
-
 } // namespace tandem::slurm

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "backends/slurm/script_quoting.hpp"
+#include "backends/upload/mount_script.hpp"
 #include "core/git_checkout.hpp"
 #include "core/job_group.hpp"
 
@@ -27,26 +28,6 @@ constexpr std::string_view k_node_git =
     R"(tandem_git_checkout "$TANDEM_GIT_DIR/rank-$SLURM_NODEID" || exit $?
 cd "$TANDEM_GIT_DIR/rank-$SLURM_NODEID" || exit 1
 )";
-
-// file_mounts: each node copies a mount's content from the upload cache in the shared home to its
-// destination (absolute, `~/...`, or relative to the home, as in SkyPilot), before setup. Every file goes
-// through a temporary name and a rename: on a shared filesystem all nodes write the same destination at
-// once, and a node reading a file another node is rewriting must see the whole file, never a truncated
-// one (a CI run caught a rank reading an empty file that way).
-constexpr std::string_view k_node_mount_function =
-    R"sh(tandem_mount() {
-    case "$2" in "~") d=$HOME ;; "~/"*) d=$HOME/${2#"~/"} ;; /*) d=$2 ;; *) d=$HOME/$2 ;; esac
-    t=".tandem-$(hostname)-$$"
-    if [ "$3" = dir ]; then
-        mkdir -p "$d" && (cd "$1" && find . -type d -exec mkdir -p "$d/{}" \; &&
-            find . ! -type d -exec sh -c 'd=$1 t=$2; shift 2; for f; do cp -a "$f" "$d/$f$t" && mv -f "$d/$f$t" "$d/$f" || exit 1; done' tandem-mount "$d" "$t" {} +) && return 0
-    else
-        mkdir -p "$(dirname "$d")" && cp -a "$1" "$d$t" && mv -f "$d$t" "$d" && return 0
-    fi
-    echo "tandem: file_mounts: cannot copy $2 into place on $(hostname)" >&2
-    return 1
-}
-)sh";
 
 constexpr std::string_view k_node_program =
     R"(rc=0
@@ -260,7 +241,7 @@ Result<std::string> render_sbatch_script(const TaskSpec& spec, const SubmitPlan&
          "alike.\n";
     std::string node(k_node_rank);
     if (!plan.file_mounts.empty()) {
-        node += k_node_mount_function;
+        node += upload::mount_copy_function();
         for (const auto& m : plan.file_mounts) {
             node += fmt::format("tandem_mount {} {} {} || exit 1\n", shell_quote(m.source), shell_quote(m.destination),
                                 m.single_file ? "file" : "dir");

@@ -12,6 +12,7 @@ namespace tandem::upload {
 namespace {
 
 constexpr std::size_t k_block = 512;
+constexpr std::size_t k_record = 20 * k_block;
 
 // An octal field of `width` bytes: digits, then NUL. Sizes over 8 GiB do not fit 11 digits; such a
 // file is over every upload limit long before, and the writer refuses it.
@@ -125,7 +126,11 @@ Status TarSource::next_entry() {
     m_pending_at = 0;
     if (m_next == m_entries.size()) {
         if (!m_finished) {
-            m_pending.assign(2 * k_block, '\0'); // the end-of-archive blocks
+            // The end-of-archive blocks, then zeros to a whole 10240-byte record (tar's default blocking):
+            // GNU tar stops at the end of such a record without waiting for the stream's end, which an
+            // exec over Kubernetes' v4 channel protocol cannot signal.
+            const std::uint64_t total = m_served + 2 * k_block;
+            m_pending.assign(2 * k_block + (k_record - total % k_record) % k_record, '\0');
             m_finished = true;
         }
         return {};
@@ -156,6 +161,7 @@ Result<std::size_t> TarSource::read(char* buffer, std::size_t capacity) {
             std::memcpy(buffer + filled, m_pending.data() + m_pending_at, n);
             m_pending_at += n;
             filled += n;
+            m_served += n;
             continue;
         }
         if (m_file_left > 0) {
@@ -170,6 +176,7 @@ Result<std::size_t> TarSource::read(char* buffer, std::size_t capacity) {
                                         e.local_path, e.size));
             }
             filled += static_cast<std::size_t>(n);
+            m_served += static_cast<std::uint64_t>(n);
             m_file_left -= static_cast<std::uint64_t>(n);
             m_content += static_cast<std::uint64_t>(n);
             continue;

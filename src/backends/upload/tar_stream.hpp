@@ -50,6 +50,7 @@ private:
     std::uint64_t m_pad = 0;
     std::uint64_t m_content = 0;
     bool m_finished = false;
+    std::uint64_t m_served = 0; // archive bytes served (the last record is padded to a whole one)
 };
 
 // The 512-byte ustar header block (exposed for unit tests). `name` must fit ustar (see fits_ustar).

@@ -1,5 +1,7 @@
 #include "backends/upload/upload_set.hpp"
 
+#include <ctime>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -261,6 +263,21 @@ std::vector<TarEntry> tar_entries(const Unit& unit) {
         if (!item.is_dir) {
             e.local_path = unit.single_file ? unit.local : (fs::path(unit.local) / item.relative).string();
         }
+        out.push_back(std::move(e));
+    }
+    return out;
+}
+
+std::vector<TarEntry> tar_entries_under(const Unit& unit, const std::string& prefix, const std::string& file_name) {
+    std::vector<TarEntry> out;
+    out.reserve(unit.items.size() + 1);
+    TarEntry root;
+    root.name = prefix;
+    root.is_dir = true;
+    root.mtime = static_cast<std::int64_t>(std::time(nullptr));
+    out.push_back(std::move(root));
+    for (auto& e : tar_entries(unit)) {
+        e.name = prefix + "/" + (unit.single_file && !file_name.empty() ? file_name : e.name);
         out.push_back(std::move(e));
     }
     return out;

@@ -59,6 +59,10 @@ Result<UploadSet> scan_uploads(const TaskSpec& spec, std::uint64_t limit_bytes);
 // The tar entries of one unit, in order, for a TarSource.
 std::vector<TarEntry> tar_entries(const Unit& unit);
 
+// The same under the folder `prefix` (made by the first entry), for one archive holding several units;
+// a single file is named `file_name` there when given.
+std::vector<TarEntry> tar_entries_under(const Unit& unit, const std::string& prefix, const std::string& file_name = {});
+
 // The local source of a file mount, or nullopt for an object store / storage object (`s3://...`,
 // `{source: ..., mode: ...}`).
 std::optional<std::string> local_mount_source(const nlohmann::json& value);
