@@ -58,7 +58,7 @@ std::string sha_prefix(const std::string& path) {
 
 } // namespace
 
-TEST_CASE("k8s: a workdir and two file_mounts reach every rank (1 and 2 nodes), without .git or ignored files") {
+TEST_CASE("k8s: a workdir and two file_mounts reach every rank of 1 and 2 nodes without .git or ignored files") {
     K8sHome lab(k8s_setting("K8S_KUBECONFIG_CERT"));
     const std::string tag = std::to_string(::getpid());
     lab.home.write("project/train.py", "print('train')\n");
@@ -113,7 +113,7 @@ TEST_CASE("k8s: a workdir and two file_mounts reach every rank (1 and 2 nodes), 
     fs::remove_all("/tmp/tandem-k8s-fm-" + tag, ec);
 }
 
-TEST_CASE("k8s: an upload cut halfway fails the job before it starts, with one clear line, and takes it back") {
+TEST_CASE("k8s: an upload cut halfway fails the job before it starts with one clear line and takes it back") {
     TempHome scratch;
     TcpRelay relay(api_port());
     K8sHome lab(kubeconfig_through(scratch, relay.port()));
@@ -148,7 +148,7 @@ TEST_CASE("k8s: an upload cut halfway fails the job before it starts, with one c
     CHECK(contains(again.out, sha_prefix(lab.home.root() + "/cut/blob.bin")));
 }
 
-TEST_CASE("k8s: uploads refuse what cannot work, before anything is created") {
+TEST_CASE("k8s: uploads refuse what cannot work before anything is created") {
     K8sHome lab(k8s_setting("K8S_KUBECONFIG_CERT"));
     lab.home.write("w/a.txt", "a\n");
     auto retry = lab.task("retry", "name: k8s-upload-retry\nworkdir: w\nrun: cat a.txt\n"

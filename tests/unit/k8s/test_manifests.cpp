@@ -400,3 +400,46 @@ TEST_CASE("k8s manifests: plan output is multi-document YAML in creation order")
     CHECK(service != std::string::npos);
     CHECK(yaml.rfind("---\n", 0) == 0);
 }
+
+TEST_CASE("k8s manifests: uploads add an init container on an emptyDir and pass the mounts as arguments") {
+    auto spec = spec_with("cat \"$DEST/odd \\$(x) name/cfg.txt\" \"$DEST/dir/sub/b.txt\"");
+    char tmpl[] = "/tmp/tandem-k8s-upload-XXXXXX";
+    const std::string root = ::mkdtemp(tmpl);
+    spec.envs = {{"DEST", root + "/dest"}};
+    REQUIRE(std::system(fmt::format("mkdir -p {0}/m0 {0}/m1/sub && echo cfg > {0}/m0/cfg.txt && echo b > "
+                                    "{0}/m1/sub/b.txt",
+                                    root)
+                            .c_str()) == 0);
+    JobPlan plan = plan_for(1, true);
+    PodUpload up;
+    up.mounts.push_back({root + "/dest/odd $(x) name/cfg.txt", root + "/m0/cfg.txt", "cfg.txt"});
+    up.mounts.push_back({root + "/dest/dir", root + "/m1", ""});
+    up.wait_seconds = 77;
+    plan.upload = up;
+    auto m = render(spec, plan);
+    const json& pod = m.jobs[0]["spec"]["template"]["spec"];
+    REQUIRE(pod["initContainers"].size() == 1);
+    const json& init = pod["initContainers"][0];
+    CHECK(init["name"] == "tandem-upload");
+    CHECK(init["image"] == "ubuntu:22.04");
+    CHECK(init["args"] == json::array({"77"}));
+    CHECK(init["volumeMounts"][0] == json({{"name", "tandem-files"}, {"mountPath", "/tandem"}}));
+    CHECK(pod["volumes"][0] == json({{"name", "tandem-files"}, {"emptyDir", json::object()}}));
+    CHECK(container(m.jobs[0])["volumeMounts"][0]["mountPath"] == "/tandem");
+    // The destinations are arguments ($ escaped for the kubelet), never part of the program.
+    const std::string program = container(m.jobs[0])["command"][2];
+    CHECK(program.find("odd") == std::string::npos);
+    CHECK(container(m.jobs[0])["args"][2] == "file");
+    CHECK(container(m.jobs[0])["args"][4] == root + "/dest/odd $$(x) name/cfg.txt");
+    int code = 0;
+    auto out = run_container(m.jobs[0], &code);
+    CHECK(code == 0);
+    CHECK(out == "cfg\nb\n");
+
+    // A workdir: the pod runs in /tandem/workdir, which does not exist here.
+    up.workdir = true;
+    plan.upload = up;
+    out = run_container(render(spec, plan).jobs[0], &code);
+    CHECK(code == 1);
+    std::system(fmt::format("rm -rf {}", root).c_str());
+}

@@ -212,3 +212,38 @@ TEST_CASE("upload: a file that shrinks while it is sent stops the stream with it
     REQUIRE_FALSE(n);
     CHECK_THAT(n.error().message, Catch::Contains("a.bin changed while it was being sent"));
 }
+
+TEST_CASE("tar: the archive ends on a whole record so tar stops without waiting for the stream's end") {
+    TempDir tmp;
+    const fs::path w = tmp.path / "work";
+    write_file(w / "a.txt", "a\n");
+    write_file(w / "sub" / "b.bin", std::string(3000, 'b'));
+    auto set = scan_uploads(spec_with_workdir(w), 1024 * 1024);
+    REQUIRE(set);
+    const std::string whole = archive(set->units[0]);
+    CHECK(whole.size() % 10240 == 0);
+    // Several units in one archive, each under its folder: what a Kubernetes pod receives.
+    auto entries = tar_entries_under(set->units[0], "workdir");
+    auto more = tar_entries_under(set->units[0], "mounts/0");
+    entries.insert(entries.end(), more.begin(), more.end());
+    TarSource tar(entries);
+    std::string bundle, buf(4096, '\0');
+    for (auto n = tar.read(buf.data(), buf.size()); n && *n > 0; n = tar.read(buf.data(), buf.size())) {
+        bundle.append(buf.data(), *n);
+    }
+    CHECK(bundle.size() % 10240 == 0);
+    const fs::path tar_file = tmp.path / "bundle.tar";
+    std::ofstream(tar_file, std::ios::binary) << bundle;
+    const fs::path out = tmp.path / "out";
+    fs::create_directories(out);
+    // The writer keeps the pipe open for 3 s after the archive (as an exec's stdin over v4 does): tar
+    // must be done long before.
+    const std::string script = "start=$(date +%s%N); (cat " + tar_file.string() + "; sleep 3) | (tar -x -f - -C " +
+                               out.string() + " && echo $(( ($(date +%s%N) - start) / 1000000 )) > " +
+                               (tmp.path / "ms").string() + ")";
+    REQUIRE(run("bash -c '" + script + "'") == 0);
+    const int ms = std::stoi(read_file(tmp.path / "ms"));
+    CHECK(ms < 2000);
+    CHECK(read_file(out / "workdir" / "a.txt") == "a\n");
+    CHECK(read_file(out / "mounts" / "0" / "sub" / "b.bin") == std::string(3000, 'b'));
+}
