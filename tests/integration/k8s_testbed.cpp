@@ -107,7 +107,7 @@ std::vector<std::string> wait_all_gone(const std::string& base, std::chrono::mil
     return left;
 }
 
-K8sHome::K8sHome(const std::string& kubeconfig, const std::string& context) {
+K8sHome::K8sHome(const std::string& kubeconfig, const std::string& context, const std::string& extra) {
     std::string config = "clusters:\n"
                          "  - name: lab\n"
                          "    type: kubernetes\n"
@@ -119,7 +119,7 @@ K8sHome::K8sHome(const std::string& kubeconfig, const std::string& context) {
     if (!context.empty()) {
         config += "    context: " + context + "\n";
     }
-    home.write_config(config);
+    home.write_config(config + extra);
     options.env = home.base_env();
 }
 

@@ -27,11 +27,12 @@ RunResult kubectl(const std::vector<std::string>& args, std::chrono::millisecond
 nlohmann::json objects_of(const std::string& kind, const std::string& base);
 
 // A TempHome whose config.yaml has one `type: kubernetes` cluster `lab` reading `kubeconfig` (context
-// `context` when not empty) in the testbed's namespace.
+// `context` when not empty) in the testbed's namespace; `extra` lines are added to the cluster's entry.
 struct K8sHome {
     TempHome home;
     RunOptions options;
-    explicit K8sHome(const std::string& kubeconfig = "", const std::string& context = "");
+    explicit K8sHome(const std::string& kubeconfig = "", const std::string& context = "",
+                     const std::string& extra = "");
     // Deletes what every job of this home left in the cluster (finished Jobs stay: v1.20 has no TTL).
     ~K8sHome();
     K8sHome(const K8sHome&) = delete;

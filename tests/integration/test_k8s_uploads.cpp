@@ -162,3 +162,48 @@ TEST_CASE("k8s: uploads refuse what cannot work before anything is created") {
     CHECK(s.exit_code != 0);
     CHECK(contains(s.err, "s3://bucket/data is an object store"));
 }
+
+TEST_CASE("k8s: with upload_cache_claim an unchanged workdir is not sent again and a second rank takes it from "
+          "the cache") {
+    TempHome scratch;
+    TcpRelay relay(api_port());
+    K8sHome lab(kubeconfig_through(scratch, relay.port()), "",
+                "    upload_cache_claim: " + k8s_setting("K8S_UPLOAD_CACHE_CLAIM") + "\n");
+    // Content of its own (the claim outlives a test run): the first launch must send it.
+    const std::string blob = random_blob(2 * 1024 * 1024);
+    lab.home.write("project/blob.bin", blob);
+    lab.home.write("project/train.py", "print('train')\n");
+    lab.home.write("settings.yaml", "lr: 0.2\n");
+    const std::string run = "file_mounts:\n  ~/conf/s.yaml: settings.yaml\nrun: |\n"
+                            "  echo \"rank $TANDEM_NODE_RANK: $(cat ~/conf/s.yaml) $(ls | tr '\\n' ' ')\"\n"
+                            "  sha256sum blob.bin | cut -c1-16\n";
+    const std::string hash = sha_prefix(lab.home.root() + "/project/blob.bin");
+    auto one = lab.task("one", "name: k8s-cache-one\nworkdir: project\n" + run);
+    const auto before = relay.bytes_up();
+    auto first = lab.tandem({"launch", one});
+    INFO(first);
+    REQUIRE(first.exit_code == 0);
+    const auto first_bytes = relay.bytes_up() - before;
+    CHECK(contains(first.out, "rank 0: lr: 0.2 blob.bin train.py"));
+    CHECK(contains(first.out, hash));
+    CHECK(first_bytes > blob.size());
+
+    // The same files on two ranks: neither pod is sent them again, both copy them from the claim.
+    auto two = lab.task("two", "name: k8s-cache-two\nnum_nodes: 2\nworkdir: project\n" + run);
+    const auto middle = relay.bytes_up();
+    auto second = lab.tandem({"launch", two});
+    INFO(second);
+    REQUIRE(second.exit_code == 0);
+    const auto second_bytes = relay.bytes_up() - middle;
+    CHECK(contains(second.out, "[rank 0] rank 0: lr: 0.2 blob.bin train.py"));
+    CHECK(contains(second.out, "[rank 1] rank 1: lr: 0.2 blob.bin train.py"));
+    CHECK(contains(second.out, "[rank 1] " + hash));
+    CHECK(second_bytes < 200 * 1024);
+
+    // A claim that does not exist is said before anything is created.
+    K8sHome missing(k8s_setting("K8S_KUBECONFIG_CERT"), "", "    upload_cache_claim: no-such-claim\n");
+    missing.home.write("w/a.txt", "a\n");
+    auto r = missing.tandem({"launch", missing.task("m", "name: k8s-cache-missing\nworkdir: w\nrun: cat a.txt\n")});
+    CHECK(r.exit_code != 0);
+    CHECK(contains(r.err, "upload_cache_claim: there is no PersistentVolumeClaim no-such-claim in namespace"));
+}

@@ -14,6 +14,9 @@ container's mountPath inside a mount namespace of the container's own
 (unshare; the agent must run as root), so the pods of one host never see each
 other's, as with a container runtime; exec enters the same namespace
 (nsenter). The mountPath folder itself is created on the host, empty.
+persistentVolumeClaim volumes are mounted the same way from the bound
+PersistentVolume's hostPath (or local) folder, shared by every pod using it;
+an unbound claim keeps the pod waiting (CreateContainerConfigError, retried).
 
 initContainers run one after the other before the containers, as a kubelet
 runs them: the pod stays Pending (Initialized False, the containers waiting
@@ -329,6 +332,10 @@ class Runner:
             for v in pod["spec"].get("volumes") or []
             if v.get("emptyDir") is not None and v.get("name")
         }
+        for v in pod["spec"].get("volumes") or []:
+            claim = (v.get("persistentVolumeClaim") or {}).get("claimName")
+            if claim and v.get("name"):
+                empty_dirs[v["name"]] = self._claim_path(st, claim)
 
         def plan(c):
             env = envres.container_env(pod, c, base, getter("secrets"), getter("configmaps"))
@@ -351,6 +358,25 @@ class Runner:
 
         spec = pod["spec"]
         return [plan(c) for c in spec.get("initContainers") or []], [plan(c) for c in spec["containers"]]
+
+    def _claim_path(self, st, claim):
+        """The host folder of a bound PersistentVolumeClaim's volume (hostPath or local PVs only); raises
+        envres.ConfigError while it is not bound, as a kubelet keeps the pod in ContainerCreating."""
+        pvc = self._get_object(st, "persistentvolumeclaims", claim)
+        if pvc is None:
+            raise envres.ConfigError(f'persistentvolumeclaim "{claim}" not found')
+        name = (pvc.get("spec") or {}).get("volumeName")
+        if (pvc.get("status") or {}).get("phase") != "Bound" or not name:
+            raise envres.ConfigError(f'persistentvolumeclaim "{claim}" is not bound')
+        code, pv = st.api.call("GET", f"/api/v1/persistentvolumes/{name}")
+        if code != 200:
+            raise envres.ConfigError(f"cannot read persistentvolume {name!r}: HTTP {code}: {pv.get('message', '')}")
+        spec = pv.get("spec") or {}
+        path = (spec.get("hostPath") or spec.get("local") or {}).get("path")
+        if not path:
+            raise envres.ConfigError(f"persistentvolume {name!r}: the node agent mounts only hostPath and local volumes")
+        os.makedirs(path, exist_ok=True)
+        return path
 
     # ---- configMap volumes ------------------------------------------------
 

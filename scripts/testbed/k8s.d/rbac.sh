@@ -16,7 +16,8 @@ runner_role() {
       {apiGroups: [""], resources: ["pods/log"], verbs: ["get"]},
       {apiGroups: [""], resources: ["pods/exec"], verbs: ["get", "create"]},
       {apiGroups: [""], resources: ["events"], verbs: ["get", "list", "watch"]},
-      {apiGroups: [""], resources: ["services", "secrets", "configmaps"], verbs: ["get", "list", "watch", "create", "delete"]}
+      {apiGroups: [""], resources: ["services", "secrets", "configmaps"], verbs: ["get", "list", "watch", "create", "delete"]},
+      {apiGroups: [""], resources: ["persistentvolumeclaims"], verbs: ["get", "list", "watch"]}
     ]}'
 }
 
@@ -53,4 +54,24 @@ apply_rbac() {
         roleRef: {apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "tandem-node-reader"}}')" >/dev/null ||
     die "could not create the namespace $NAMESPACE and its RBAC objects"
   log "namespace $NAMESPACE, ServiceAccount tandem, RBAC for $CERT_USER, $EXEC_USER and the ServiceAccount"
+}
+
+# A shared volume the admin gives the team, as a cluster with a ReadWriteMany storage class would: a
+# hostPath PersistentVolume (the node agent bind-mounts its folder into the pods that claim it) bound
+# ahead to the claim $UPLOAD_CACHE_CLAIM in $NAMESPACE. tandem's upload cache (upload_cache_claim) uses it.
+UPLOAD_CACHE_CLAIM=tandem-upload-cache
+apply_storage() {
+  local pv=tandem-upload-cache-$NAMESPACE
+  mkdir -p "$RUN/volumes/upload-cache"
+  kapi POST /api/v1/persistentvolumes "$(jq -n --arg pv "$pv" --arg ns "$NAMESPACE" --arg claim "$UPLOAD_CACHE_CLAIM" \
+    --arg path "$RUN/volumes/upload-cache" '{apiVersion: "v1", kind: "PersistentVolume", metadata: {name: $pv},
+      spec: {capacity: {storage: "5Gi"}, accessModes: ["ReadWriteMany"], storageClassName: "tandem-manual",
+        persistentVolumeReclaimPolicy: "Retain", hostPath: {path: $path, type: "DirectoryOrCreate"},
+        claimRef: {namespace: $ns, name: $claim}}}')" >/dev/null &&
+    kapi POST "/api/v1/namespaces/$NAMESPACE/persistentvolumeclaims" "$(jq -n --arg pv "$pv" --arg claim "$UPLOAD_CACHE_CLAIM" \
+      '{apiVersion: "v1", kind: "PersistentVolumeClaim", metadata: {name: $claim},
+        spec: {accessModes: ["ReadWriteMany"], storageClassName: "tandem-manual", volumeName: $pv,
+          resources: {requests: {storage: "5Gi"}}}}')" >/dev/null ||
+    die "could not create the PersistentVolume $pv and its claim $NAMESPACE/$UPLOAD_CACHE_CLAIM"
+  log "PersistentVolume $pv (hostPath $RUN/volumes/upload-cache) for the claim $NAMESPACE/$UPLOAD_CACHE_CLAIM"
 }

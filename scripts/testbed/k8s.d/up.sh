@@ -122,6 +122,7 @@ K8S_CERT_USER=$CERT_USER
 K8S_EXEC_USER=$EXEC_USER
 K8S_EXEC_PLUGIN=$RUN/exec-credential
 K8S_NAMESPACE=$NAMESPACE
+K8S_UPLOAD_CACHE_CLAIM=$UPLOAD_CACHE_CLAIM
 K8S_SERVICE_ACCOUNT=tandem
 K8S_VERSION=$("$K8S_BIN/kube-apiserver" --version | awk '{print $2}')
 K8S_NODES=$(IFS=,; echo "${NODES[*]}")
@@ -173,6 +174,7 @@ cmd_up() {
   wait_for 60 "ServiceAccount default/default" "kube-apiserver kube-controller-manager" sa_exists default
   check_reflect2
   apply_rbac
+  apply_storage
   start_agent
   wait_ready
   write_env

@@ -341,6 +341,20 @@ Result<std::string> K8sBackend::submit(const TaskSpec& spec, const Placement& pl
             return tl::unexpected(before_submit(e));
         }
         uploads = std::move(*set);
+        if (const auto& claim = plan->upload->cache_claim; !claim.empty()) {
+            // A claim that is not there would keep every pod Pending until upload_wait_seconds: say so now.
+            // Credentials that may not read claims (403) prove nothing, and the pods will tell.
+            auto found = m_api.call("GET", core_path(plan->namespace_name, "persistentvolumeclaims") + "/" +
+                                               query_escape(claim),
+                                    {}, {404, 403});
+            if (found && found->status == 404) {
+                return tl::unexpected(before_submit(
+                    Error(ErrorKind::config,
+                          fmt::format("{}: upload_cache_claim: there is no PersistentVolumeClaim {} in namespace {}",
+                                      m_cluster, claim, plan->namespace_name),
+                          "create it (ReadWriteMany), or remove upload_cache_claim from the cluster in config.yaml")));
+            }
+        }
     }
     const auto& ns = plan->namespace_name;
     // Only a refusal on the job's merits counts: a dry run the credentials may not make (RBAC that

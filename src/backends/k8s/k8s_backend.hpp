@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,14 @@ private:
     Result<std::optional<PodUpload>> pod_upload(const TaskSpec& spec) const;
     // Sends the files to every rank's upload container once it runs (k8s_upload.cpp).
     Status send_uploads(const TaskSpec& spec, const JobPlan& plan, const upload::UploadSet& set);
+    // Which of the set's units the upload cache seen from `pod` holds (k8s_upload.cpp).
+    Result<std::set<std::string>> cached_units(const std::string& ns, const std::string& pod,
+                                               const upload::UploadSet& set);
+    // `entries` as a tar stream to `command`'s stdin in the pod's upload container; the bytes sent.
+    Result<std::uint64_t> stream_to_pod(const std::string& ns, const std::string& pod,
+                                        std::vector<upload::TarEntry> entries,
+                                        const std::vector<std::string>& command, const std::string& what,
+                                        std::uint64_t bytes);
     // `command` in a container of a pod, over pods/exec (k8s_exec.cpp).
     Result<int> exec_in_pod(const std::string& ns, const std::string& pod, const std::string& container,
                             const std::vector<std::string>& command, bool tty, PodExecIo& io);

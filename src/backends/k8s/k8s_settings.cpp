@@ -57,6 +57,8 @@ Result<K8sSettings> parse_k8s_settings(const ClusterConfig& c, const GetEnv& get
                 return tl::unexpected(bad(c, key, n.error()));
             }
             s.workdir_limit_bytes = static_cast<std::uint64_t>(*n) * 1024 * 1024;
+        } else if (key == "upload_cache_claim") {
+            s.upload_cache_claim = text;
         } else if (key == "upload_wait_seconds") {
             auto n = parse_positive_int(text);
             if (!n) {
@@ -67,7 +69,7 @@ Result<K8sSettings> parse_k8s_settings(const ClusterConfig& c, const GetEnv& get
             return tl::unexpected(bad(c, key,
                                       "unknown setting for a kubernetes cluster (known: context, kubeconfig, "
                                       "namespace, image, ttl_seconds_after_finished, timeout_seconds, "
-                                      "workdir_limit_mb, upload_wait_seconds)"));
+                                      "workdir_limit_mb, upload_wait_seconds, upload_cache_claim)"));
         }
     }
     return s;

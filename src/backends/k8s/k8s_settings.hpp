@@ -10,6 +10,7 @@
 //     ttl_seconds_after_finished: 86400   # 0: keep finished Jobs
 //     workdir_limit_mb: 100          # workdir and file_mounts together, sent to every pod
 //     upload_wait_seconds: 600       # how long launch waits for the pods to take the files
+//     upload_cache_claim: team-cache # a PersistentVolumeClaim (ReadWriteMany) caching uploads by content
 //
 // Contexts found in the kubeconfig are clusters `k8s/<context>` without any entry (see context.cpp).
 
@@ -32,6 +33,7 @@ struct K8sSettings {
     std::chrono::milliseconds timeout{15'000};
     std::uint64_t workdir_limit_bytes = std::uint64_t{100} * 1024 * 1024;
     int upload_wait_seconds = 600;
+    std::string upload_cache_claim; // empty: every launch sends everything
 };
 
 Result<K8sSettings> parse_k8s_settings(const ClusterConfig& cluster, const GetEnv& getenv);

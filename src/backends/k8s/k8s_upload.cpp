@@ -5,9 +5,12 @@
 // the workdir as /tandem/workdir, mount k as /tandem/mounts/k. Only then does the pod's main container
 // start; it copies each mount to its destination and runs setup and run in the workdir.
 //
-// What is not done here: content addressing (a pod's emptyDir starts empty, and nothing a namespace user
-// can count on outlives a pod without a storage class: every launch sends everything, to every rank),
-// and a retried pod (backoffLimit) cannot be fed again, so uploads refuse a backoff_limit above 0.
+// With upload_cache_claim (a PersistentVolumeClaim the team has, ReadWriteMany), the upload container
+// also mounts it at /tandem-cache, and each unit is content-addressed there as over SSH
+// (/tandem-cache/tandem-units/<hash>): launch asks which units the pod sees, sends only the missing ones
+// (each unpacked into a partial folder and renamed into place), then one exec copies the units into
+// /tandem. Without a claim every launch sends everything, to every rank: an emptyDir starts empty.
+// A retried pod (backoffLimit) could not be fed again, so uploads refuse a backoff_limit above 0.
 
 #include <chrono>
 #include <filesystem>
@@ -65,6 +68,7 @@ Result<std::optional<PodUpload>> K8sBackend::pod_upload(const TaskSpec& spec) co
     PodUpload up;
     up.workdir = spec.workdir.has_value();
     up.wait_seconds = m_settings.upload_wait_seconds;
+    up.cache_claim = m_settings.upload_cache_claim;
     for (const auto& [destination, value] : spec.file_mounts) {
         auto source = upload::local_mount_source(value);
         if (!source) {
@@ -96,32 +100,195 @@ Result<std::optional<PodUpload>> K8sBackend::pod_upload(const TaskSpec& spec) co
     return std::optional<PodUpload>(std::move(up));
 }
 
+namespace {
+
+// Where the units live on a cache claim, and the two commands the upload container runs with it.
+constexpr std::string_view k_units = "/tandem-cache/tandem-units";
+
+// $1: a unit's hash. Unpacked into a partial folder, renamed into place only once tar read the whole
+// stream; a unit that appeared meanwhile (another launch) wins, and the partial copy is removed.
+constexpr std::string_view k_receive_unit =
+    "set -e; c=/tandem-cache/tandem-units; mkdir -p \"$c\"; p=\"$c/.partial-$1-$$\"; trap 'rm -rf \"$p\"' EXIT; "
+    "mkdir -p \"$p\"; tar -x -f - -C \"$p\"; [ -d \"$c/$1\" ] || mv -T \"$p\" \"$c/$1\" 2>/dev/null || "
+    "[ -d \"$c/$1\" ] || mv \"$p\" \"$c/$1\"";
+
+// Four words per unit use (dir|file, hash, where in /tandem, a single file's name in the unit): copies
+// it from the cache, touches the unit (a cleaner can drop the least recently used), then the marker.
+constexpr std::string_view k_assemble =
+    "set -e; c=/tandem-cache/tandem-units\n"
+    "while [ \"$#\" -ge 4 ]; do\n"
+    "  if [ \"$1\" = dir ]; then mkdir -p \"$3\"; cp -a \"$c/$2/.\" \"$3/\";\n"
+    "  else mkdir -p \"$(dirname \"$3\")\"; cp -a \"$c/$2/$4\" \"$3\"; fi\n"
+    "  touch \"$c/$2\"; shift 4\n"
+    "done\n"
+    "touch /tandem/.tandem-complete";
+
+} // namespace
+
+Result<std::set<std::string>> K8sBackend::cached_units(const std::string& ns, const std::string& pod,
+                                                       const upload::UploadSet& set) {
+    std::string script = fmt::format("mkdir -p {0} && cd {0} && for h in", k_units);
+    for (const auto& u : set.units) {
+        script += " " + u.hash; // hex digits
+    }
+    script += "; do if [ -d \"$h\" ]; then echo \"$h\"; fi; done";
+    std::string out, err;
+    PodExecIo io;
+    io.out = [&](std::string_view b) {
+        if (out.size() < 64 * 1024) {
+            out.append(b);
+        }
+    };
+    io.err = [&](std::string_view b) {
+        if (err.size() < 4096) {
+            err.append(b);
+        }
+    };
+    auto code = exec_in_pod(ns, pod, std::string(k_upload_container), {"/bin/sh", "-c", script}, false, io);
+    if (!code) {
+        return tl::unexpected(code.error());
+    }
+    if (*code != 0) {
+        return fail(ErrorKind::remote, fmt::format("{}: the upload cache {} in pod {} cannot be used (exit {}): {}",
+                                                   m_cluster, k_upload_cache, pod, *code,
+                                                   err.empty() ? "no message" : first_line(err)));
+    }
+    std::set<std::string> present;
+    std::size_t at = 0;
+    while (at < out.size()) {
+        auto end = out.find('\n', at);
+        end = end == std::string::npos ? out.size() : end;
+        present.insert(out.substr(at, end - at));
+        at = end + 1;
+    }
+    return present;
+}
+
+Result<std::uint64_t> K8sBackend::stream_to_pod(const std::string& ns, const std::string& pod,
+                                                std::vector<upload::TarEntry> entries,
+                                                const std::vector<std::string>& command, const std::string& what,
+                                                std::uint64_t bytes) {
+    upload::TarSource tar(std::move(entries));
+    upload::ProgressLine line(fmt::format("{} to {} pod {}", what, m_cluster, pod), bytes);
+    std::uint64_t wire = 0;
+    std::string err;
+    PodExecIo io;
+    io.produce = [&](char* buffer, std::size_t capacity) -> Result<std::size_t> {
+        auto n = tar.read(buffer, capacity);
+        if (n) {
+            wire += *n;
+            line.note(tar.content_bytes());
+        }
+        return n;
+    };
+    io.err = [&](std::string_view b) {
+        if (err.size() < 4096) {
+            err.append(b);
+        }
+    };
+    auto code = exec_in_pod(ns, pod, std::string(k_upload_container), command, false, io);
+    line.finish(tar.content_bytes());
+    if (!code) {
+        Error e = code.error();
+        e.message = fmt::format("uploading {} to pod {}: {}", what, pod, e.message);
+        return tl::unexpected(e);
+    }
+    if (*code != 0) {
+        return fail(ErrorKind::remote, fmt::format("{}: unpacking {} in pod {} failed (exit {}): {}", m_cluster, what,
+                                                   pod, *code, err.empty() ? "no message" : first_line(err)),
+                    "the image needs /bin/sh and tar (as for kubectl cp)");
+    }
+    return wire;
+}
+
 Status K8sBackend::send_uploads(const TaskSpec& spec, const JobPlan& plan, const upload::UploadSet& set) {
     (void)spec;
     const PodUpload& up = *plan.upload;
-    // One archive for every pod: the workdir, then each mount in its staging folder.
-    std::vector<upload::TarEntry> entries;
-    if (set.workdir) {
-        auto w = upload::tar_entries_under(set.units[*set.workdir], "workdir");
-        entries.insert(entries.end(), w.begin(), w.end());
-    }
     if (set.mounts.size() != up.mounts.size()) { // both list the local mounts in the spec's order
         return fail(ErrorKind::internal, fmt::format("{}: file_mounts changed while the job was prepared", m_cluster));
     }
     for (std::size_t k = 0; k < set.mounts.size(); ++k) {
-        const auto& unit = set.units[set.mounts[k].unit];
-        if (unit.single_file == up.mounts[k].file_name.empty()) {
+        if (set.units[set.mounts[k].unit].single_file == up.mounts[k].file_name.empty()) {
             return fail(ErrorKind::invalid_spec,
                         fmt::format("{}: file_mounts.{}: its source changed between a file and a folder while "
                                     "the job was prepared",
                                     m_cluster, up.mounts[k].destination));
         }
-        auto m = upload::tar_entries_under(unit, fmt::format("mounts/{}", k), up.mounts[k].file_name);
-        entries.insert(entries.end(), m.begin(), m.end());
     }
-    const std::vector<std::string> command = {
-        "/bin/sh", "-c",
-        fmt::format("tar -x -f - -C {0} && touch {1}", k_upload_root, k_upload_complete)};
+    const std::string what = set.workdir ? "workdir" : "file_mounts";
+    // Without a cache, one archive for every pod: the workdir, then each mount in its staging folder.
+    std::vector<upload::TarEntry> bundle;
+    if (up.cache_claim.empty()) {
+        if (set.workdir) {
+            auto w = upload::tar_entries_under(set.units[*set.workdir], "workdir");
+            bundle.insert(bundle.end(), w.begin(), w.end());
+        }
+        for (std::size_t k = 0; k < set.mounts.size(); ++k) {
+            auto m = upload::tar_entries_under(set.units[set.mounts[k].unit], fmt::format("mounts/{}", k),
+                                               up.mounts[k].file_name);
+            bundle.insert(bundle.end(), m.begin(), m.end());
+        }
+    }
+    // With a cache: what each unit use becomes in /tandem (the assemble script's arguments).
+    std::vector<std::string> assemble = {"/bin/sh", "-c", std::string(k_assemble), "tandem-upload"};
+    auto use = [&](const upload::Unit& unit, const std::string& where, const std::string& file_name) {
+        assemble.push_back(unit.single_file ? "file" : "dir");
+        assemble.push_back(unit.hash);
+        assemble.push_back(unit.single_file ? where + "/" + file_name : where);
+        assemble.push_back(unit.single_file ? unit.items.front().relative : "-");
+    };
+    if (set.workdir) {
+        use(set.units[*set.workdir], fmt::format("{}/workdir", k_upload_root), "");
+    }
+    for (std::size_t k = 0; k < set.mounts.size(); ++k) {
+        use(set.units[set.mounts[k].unit], fmt::format("{}/mounts/{}", k_upload_root, k), up.mounts[k].file_name);
+    }
+
+    auto feed = [&](const std::string& ns, const std::string& pod) -> Status {
+        if (up.cache_claim.empty()) {
+            auto sent = stream_to_pod(ns, pod, bundle,
+                                      {"/bin/sh", "-c",
+                                       fmt::format("tar -x -f - -C {0} && touch {1}", k_upload_root, k_upload_complete)},
+                                      what, set.bytes);
+            if (!sent) {
+                return tl::unexpected(sent.error());
+            }
+            return {};
+        }
+        auto present = cached_units(ns, pod, set);
+        if (!present) {
+            return tl::unexpected(present.error());
+        }
+        for (const auto& unit : set.units) {
+            if (present->count(unit.hash)) {
+                continue;
+            }
+            auto sent = stream_to_pod(ns, pod, upload::tar_entries(unit),
+                                      {"/bin/sh", "-c", std::string(k_receive_unit), "tandem-upload", unit.hash},
+                                      unit.label, unit.bytes);
+            if (!sent) {
+                return tl::unexpected(sent.error());
+            }
+        }
+        std::string err;
+        PodExecIo io;
+        io.err = [&](std::string_view b) {
+            if (err.size() < 4096) {
+                err.append(b);
+            }
+        };
+        auto code = exec_in_pod(ns, pod, std::string(k_upload_container), assemble, false, io);
+        if (!code) {
+            return tl::unexpected(code.error());
+        }
+        if (*code != 0) {
+            return fail(ErrorKind::remote, fmt::format("{}: copying the {} from the upload cache in pod {} failed "
+                                                       "(exit {}): {}",
+                                                       m_cluster, what, pod, *code,
+                                                       err.empty() ? "no message" : first_line(err)));
+        }
+        return {};
+    };
 
     const auto& ns = plan.namespace_name;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(up.wait_seconds);
@@ -147,45 +314,16 @@ Status K8sBackend::send_uploads(const TaskSpec& spec, const JobPlan& plan, const
             const auto state = upload_container_state(pod);
             if (state == UploadReady::ended) {
                 const auto why = detail::observe_pod(pod, {}).reason;
-                return fail(ErrorKind::remote, fmt::format("{}: pod {} ended before it received the workdir and "
-                                                           "file_mounts: {}",
-                                                           m_cluster, name, why));
+                return fail(ErrorKind::remote, fmt::format("{}: pod {} ended before it received the {}: {}",
+                                                           m_cluster, name, what, why));
             }
             if (state == UploadReady::not_yet) {
                 const auto why = detail::observe_pod(pod, {}).reason;
                 waiting = fmt::format("rank {}: pod {}: {}", rank, name, why.empty() ? "starting" : why);
                 continue;
             }
-            upload::TarSource tar(entries);
-            upload::ProgressLine line(
-                fmt::format("{} to {} pod {}", set.workdir ? "workdir" : "file_mounts", m_cluster, name), set.bytes);
-            std::string err;
-            PodExecIo io;
-            io.produce = [&](char* buffer, std::size_t capacity) -> Result<std::size_t> {
-                auto n = tar.read(buffer, capacity);
-                if (n) {
-                    line.note(tar.content_bytes());
-                }
-                return n;
-            };
-            io.err = [&](std::string_view bytes) {
-                if (err.size() < 4096) {
-                    err.append(bytes);
-                }
-            };
-            auto code = exec_in_pod(ns, name, std::string(k_upload_container), command, false, io);
-            line.finish(tar.content_bytes());
-            if (!code) {
-                Error e = code.error();
-                e.message = fmt::format("uploading to pod {}: {}", name, e.message);
-                return tl::unexpected(e);
-            }
-            if (*code != 0) {
-                return fail(ErrorKind::remote, fmt::format("{}: unpacking the workdir and file_mounts in pod {} "
-                                                           "failed (exit {}): {}",
-                                                           m_cluster, name, *code,
-                                                           err.empty() ? "no message" : first_line(err)),
-                            "the image needs /bin/sh and tar (as for kubectl cp)");
+            if (auto ok = feed(ns, name); !ok) {
+                return ok;
             }
             done.insert(rank);
         }
@@ -194,8 +332,8 @@ Status K8sBackend::send_uploads(const TaskSpec& spec, const JobPlan& plan, const
         }
         if (std::chrono::steady_clock::now() > deadline) {
             return fail(ErrorKind::timeout,
-                        fmt::format("{}: no pod took the workdir and file_mounts within {} s ({})", m_cluster,
-                                    up.wait_seconds, waiting),
+                        fmt::format("{}: no pod took the {} within {} s ({})", m_cluster, what, up.wait_seconds,
+                                    waiting),
                         "raise upload_wait_seconds for the cluster in config.yaml, or launch where pods start "
                         "sooner");
         }

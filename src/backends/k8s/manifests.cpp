@@ -310,9 +310,15 @@ json pod_template(const TaskSpec& spec, const JobPlan& plan, std::optional<int> 
         volumes.push_back({{"name", "tandem-group"}, {"configMap", {{"name", spec.group_channel}, {"optional", true}}}});
     }
     const json files_mount = {{"name", "tandem-files"}, {"mountPath", std::string(k_upload_root)}};
+    json upload_mounts = json::array({files_mount});
     if (plan.upload) {
         mounts.push_back(files_mount);
         volumes.push_back({{"name", "tandem-files"}, {"emptyDir", json::object()}});
+        if (!plan.upload->cache_claim.empty()) {
+            volumes.push_back({{"name", "tandem-cache"},
+                               {"persistentVolumeClaim", {{"claimName", plan.upload->cache_claim}}}});
+            upload_mounts.push_back({{"name", "tandem-cache"}, {"mountPath", std::string(k_upload_cache)}});
+        }
     }
     if (!mounts.empty()) {
         container["volumeMounts"] = mounts;
@@ -331,7 +337,7 @@ json pod_template(const TaskSpec& spec, const JobPlan& plan, std::optional<int> 
             {"image", plan.image},
             {"command", {"/bin/sh", "-c", escape_expansion(k_upload_wait), "tandem-upload"}},
             {"args", {std::to_string(plan.upload->wait_seconds)}},
-            {"volumeMounts", json::array({files_mount})},
+            {"volumeMounts", upload_mounts},
         }});
     }
     if (plan.gpu) {

@@ -62,7 +62,11 @@ struct PodUpload {
     };
     std::vector<Mount> mounts; // the task's local file_mounts, in order
     int wait_seconds = 600;    // the init container gives up after this long without the files
+    // A PersistentVolumeClaim mounted in the upload container at k_upload_cache: units it holds (by
+    // content hash) are copied from there instead of sent again. Empty: no cache.
+    std::string cache_claim;
 };
+inline constexpr std::string_view k_upload_cache = "/tandem-cache";
 
 struct JobPlan {
     std::int64_t tandem_id = 0;
