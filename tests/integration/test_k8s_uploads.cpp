@@ -134,11 +134,11 @@ TEST_CASE("k8s: an upload cut halfway fails the job before it starts with one cl
     CHECK(cut.exit_code != 0);
     auto errors = cut.err_lines_starting("tandem: error: ");
     REQUIRE(errors.size() == 1);
-    CHECK(contains(errors[0], "uploading to pod"));
+    CHECK(contains(errors[0], "uploading workdir to pod"));
     CHECK_FALSE(contains(cut.err, "may have taken it"));
     auto job = lab.job(1);
     CHECK(job["state"] == "FAILED");
-    CHECK(contains(job["reason"].get<std::string>(), "uploading to pod"));
+    CHECK(contains(job["reason"].get<std::string>(), "uploading workdir to pod"));
     CHECK(wait_all_gone(lab.base_of(1)).empty()); // the Job and its pod were taken back
 
     // The next launch sends it all, and the job reads every byte.
