@@ -30,6 +30,7 @@ constexpr CommandEntry k_commands[] = {
     {"logs", "Print or follow a job's output", setup_logs},
     {"exec", "Run one command beside a running job (stdout, stderr and exit code kept)", setup_exec},
     {"shell", "Open an interactive shell on a running job's node", setup_shell},
+    {"attach", "Follow a running job's output live until it ends, with its exit code", setup_attach},
     {"cancel", "Cancel jobs", setup_cancel},
     {"plan", "Dry run: show where a task would run, why, and what would be submitted", setup_plan},
     {"check", "Check that each configured cluster is reachable and accepts our credentials", setup_check},

@@ -1,7 +1,8 @@
 // `tandem exec JOB [--node K] [-i] -- CMD...`: one command beside a running job, stdout and stderr kept
 // apart, its exit code returned (for scripts, like `kubectl exec`). `tandem shell JOB [--node K]`: an
 // interactive shell there, on a pseudo-terminal that follows this terminal's size; keys (Ctrl-C too) go
-// to the remote side, and the shell's exit code is returned.
+// to the remote side, and the shell's exit code is returned. `tandem attach JOB [--node K]`: the rank's
+// output live from now on until its program ends, then that program's exit code (Kubernetes' pods/attach).
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -81,7 +82,8 @@ private:
 };
 
 Result<std::pair<JobRecord, Backend*>> running_job(Context& ctx, const std::string& ref,
-                                                                     std::optional<int> node) {
+                                                                     std::optional<int> node,
+                                                                     std::string_view what = "run a command beside") {
     auto job = find_job(ctx, ref);
     if (!job) {
         return tl::unexpected(job.error());
@@ -104,8 +106,8 @@ Result<std::pair<JobRecord, Backend*>> running_job(Context& ctx, const std::stri
     const JobRecord& now = views.front().record;
     if (!views.front().unreachable && now.state != JobState::running) {
         return fail(ErrorKind::invalid_spec,
-                    fmt::format("job {} is {}{}: nothing to run a command beside", now.id, to_string(now.state),
-                                is_terminal(now.state) ? " (it has ended)" : " (not running yet)"),
+                    fmt::format("job {} is {}{}: nothing to {}", now.id, to_string(now.state),
+                                is_terminal(now.state) ? " (it has ended)" : " (not running yet)", what),
                     is_terminal(now.state) ? std::string() : fmt::format("tandem status -w {} waits for it", now.id));
     }
     auto backend = ctx.backend(job->cluster);
@@ -162,6 +164,18 @@ Result<int> shell_command(Context& ctx, const ExecFlags& flags) {
     return backend->exec(job, request, io);
 }
 
+Result<int> attach_command(Context& ctx, const ExecFlags& flags) {
+    auto found = running_job(ctx, flags.job, flags.node, "attach to");
+    if (!found) {
+        return tl::unexpected(found.error());
+    }
+    auto& [job, backend] = *found;
+    ExecIo io;
+    io.out = [](std::string_view b) { write_all(STDOUT_FILENO, b); };
+    io.err = [](std::string_view b) { write_all(STDERR_FILENO, b); };
+    return backend->attach(job, flags.node.value_or(0), io);
+}
+
 void add_common(CLI::App& command, ExecFlags& flags) {
     command.add_option("JOB", flags.job, "Job id")->required();
     command.add_option("--node", flags.node, "The node of rank K (default 0)");
@@ -206,6 +220,15 @@ void setup_shell(CLI::App& command, Action& action) {
     command.footer("Slurm: srun --jobid=ID --overlap --pty on the node (needs ssh: in the cluster's config).\n"
                    "Exit code: the shell's own.");
     command.callback([flags, &action] { action = [flags](Context& ctx) { return shell_command(ctx, *flags); }; });
+}
+
+void setup_attach(CLI::App& command, Action& action) {
+    auto flags = std::make_shared<ExecFlags>();
+    add_common(command, *flags);
+    command.footer("Follows the rank's output from now on (no history: tandem logs has it) until its program\n"
+                   "ends. Kubernetes: pods/attach. Slurm and local: not supported (tandem logs -f JOB).\n"
+                   "Exit code: the program's own.");
+    command.callback([flags, &action] { action = [flags](Context& ctx) { return attach_command(ctx, *flags); }; });
 }
 
 } // namespace tandem::cli

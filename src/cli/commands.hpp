@@ -23,6 +23,7 @@ void setup_status(CLI::App& command, Action& action);
 void setup_logs(CLI::App& command, Action& action);
 void setup_exec(CLI::App& command, Action& action);
 void setup_shell(CLI::App& command, Action& action);
+void setup_attach(CLI::App& command, Action& action);
 void setup_completion(CLI::App& command, Action& action);
 void setup_complete_helper(CLI::App& command, Action& action);
 // The words after `--` of `tandem exec JOB -- CMD...`, taken off the command line before parsing.

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+
+#include <fmt/format.h>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -107,6 +109,16 @@ public:
         (void)request;
         (void)io;
         return fail(ErrorKind::invalid_spec, cluster() + ": this backend cannot run a command beside a job");
+    }
+
+    // Streams the running `job`'s output on rank `node` from now on until its program ends (Kubernetes:
+    // pods/attach), and returns the program's exit code.
+    virtual Result<int> attach(const JobRecord& job, int node, ExecIo& io) {
+        (void)job;
+        (void)node;
+        (void)io;
+        return fail(ErrorKind::invalid_spec, cluster() + ": attach is not supported on this backend",
+                    fmt::format("tandem logs -f {} follows the job's output", job.id));
     }
 
     // Removes what publish() left on the cluster once the group has ended (nothing where the channel goes

@@ -108,6 +108,12 @@ TEST_CASE("launch --detach prints only the id and returns while the job runs", "
     INFO(ec);
     CHECK(ec.exit_code == 101);
 
+    auto attach = t.tandem({"attach", "1"});
+    INFO(attach);
+    CHECK(attach.exit_code == 2);
+    CHECK(contains(attach.err, "tandem: error: local: attach is not supported on this backend"));
+    CHECK(contains(attach.err, "tandem logs -f 1"));
+
     auto follow = t.tandem({"logs", "1", "-f"});
     INFO(follow);
     CHECK(follow.exit_code == 7);

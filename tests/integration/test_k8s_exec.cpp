@@ -56,3 +56,22 @@ TEST_CASE("k8s: tandem shell on a pseudo-terminal runs a command and exits with 
     CHECK(shell.exit_code == 5);
     lab.tandem({"cancel", std::to_string(id)});
 }
+
+TEST_CASE("k8s: tandem attach follows the rank's output from now on and exits with its program's code") {
+    K8sHome lab(k8s_setting("K8S_KUBECONFIG_CERT"));
+    auto file = lab.task("attach", "name: attach-to\nnum_nodes: 2\nrun: |\n  echo early-$TANDEM_NODE_RANK\n"
+                                   "  sleep 4\n  for i in 1 2 3; do echo line-$i-$TANDEM_NODE_RANK; sleep 0.3; done\n"
+                                   "  exit $((4 + TANDEM_NODE_RANK))\n");
+    const int id = lab.launch_detached(file);
+    lab.wait_state(id, "RUNNING");
+    auto rank1 = lab.tandem({"attach", std::to_string(id), "--node", "1"});
+    INFO(rank1);
+    CHECK(rank1.exit_code == 5);
+    CHECK(contains(rank1.out, "line-1-1\nline-2-1\nline-3-1\n"));
+    CHECK_FALSE(contains(rank1.out, "early-1")); // from now on: the history is tandem logs'
+    CHECK_FALSE(contains(rank1.out, "-0\n"));
+    lab.wait_terminal(id);
+    auto ended = lab.tandem({"attach", std::to_string(id)});
+    CHECK(ended.exit_code == 2);
+    CHECK(contains(ended.err, "(it has ended): nothing to attach to"));
+}

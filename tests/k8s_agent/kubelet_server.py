@@ -14,6 +14,7 @@ from kapi import log
 
 _LOGS = re.compile(r"^/containerLogs/([^/]+)/([^/]+)/([^/]+)/?$")
 _EXEC = re.compile(r"^/exec/([^/]+)/([^/]+)/([^/]+)/?$")
+_ATTACH = re.compile(r"^/attach/([^/]+)/([^/]+)/([^/]+)/?$")
 FOLLOW_POLL = 0.1
 APISERVER_CN = "kube-apiserver-kubelet-client"
 
@@ -60,6 +61,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._text(403, "only the kube-apiserver's kubelet client certificate may read logs here\n")
         if _EXEC.match(u.path):
             return self._exec(u)
+        if _ATTACH.match(u.path):
+            return self._attach(u)
         m = _LOGS.match(u.path)
         if not m:
             return self._text(404, f"not served by the tandem node agent: {u.path}\n")
@@ -103,6 +106,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._text(403, "only the kube-apiserver's kubelet client certificate may exec here\n")
         if _EXEC.match(u.path):
             return self._exec(u)
+        if _ATTACH.match(u.path):
+            return self._attach(u)
         return self._text(404, f"not served by the tandem node agent: {u.path}\n")
 
     def _exec(self, u):
@@ -111,6 +116,13 @@ class Handler(BaseHTTPRequestHandler):
         if run is None or run.exited.is_set():
             return self._text(404, f"container {container!r} of pod {ns}/{pod} is not running on this node\n")
         streams.exec_in(self, run, urllib.parse.parse_qs(u.query))
+
+    def _attach(self, u):
+        ns, pod, container = (urllib.parse.unquote(g) for g in _ATTACH.match(u.path).groups())
+        run = self.runner.find_container(ns, pod, container)
+        if run is None or run.exited.is_set():
+            return self._text(404, f"container {container!r} of pod {ns}/{pod} is not running on this node\n")
+        streams.attach_to(self, run, urllib.parse.parse_qs(u.query))
 
     def _follow(self, f, data, exited, limit):
         """Chunked stream until the process has exited and its output is all sent."""

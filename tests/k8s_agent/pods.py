@@ -68,6 +68,7 @@ class ContainerRun:
         self.name = spec["name"]
         self.restart_count = 0
         self.proc = None
+        self.stdin = None  # the process's stdin pipe, for a container made with stdin: true (attach)
         self.started_at = None
         self.state = None  # {"running": ...} / {"terminated": ...}
         self.last_state = {}
@@ -85,7 +86,7 @@ class ContainerRun:
                     self.argv,
                     cwd=self.cwd,
                     env=self.env,
-                    stdin=subprocess.DEVNULL,
+                    stdin=subprocess.PIPE if self.spec.get("stdin") else subprocess.DEVNULL,
                     stdout=out,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,  # its own process group, killed as a whole
@@ -95,6 +96,7 @@ class ContainerRun:
                 self.proc = None
                 self.finish(127, "ContainerCannotRun", str(e.strerror))
                 return
+        self.stdin = self.proc.stdin
         self.state = {"running": {"startedAt": self.started_at}}
 
     def poll(self):

@@ -227,3 +227,61 @@ def exec_in(handler, run, query):
     if master is not None:
         os.close(master)
     handler.close_connection = True
+
+
+def attach_to(handler, run, query):
+    """Attaches to `run` (a running ContainerRun) as the kubelet's attach does: its output from now on
+    (the runtime's log, stdout and stderr together as without a terminal) on the stdout channel, and our
+    stdin to its stdin when the container was made with `stdin: true`; ends with a Success status when
+    the container exits (the exit code is in the pod's status, as with a real kubelet)."""
+    def flag(name, kubelet_name):
+        value = query.get(kubelet_name, query.get(name, ["false"]))[0]
+        return value in ("true", "1")
+
+    want_in, want_out = flag("stdin", "input"), flag("stdout", "output")
+    if want_in and run.stdin is None:
+        return handler._text(400, "the container was not created with stdin: true; it cannot take input\n")
+    proto = handshake(handler)
+    if proto is None:
+        return
+    ws = Socket(handler.rfile, handler.wfile)
+    log(f"attach to {run.spec.get('name')} ({proto}) stdin={want_in}")
+    for ch in (STDOUT, STDERR):
+        ws.send(bytes([ch]))
+    done = threading.Event()
+
+    def pump_input():
+        try:
+            while not done.is_set():
+                op, msg = ws.read()
+                if op == 8 or op is None:
+                    break
+                if msg and msg[0] == STDIN and want_in and len(msg) > 1:
+                    run.stdin.write(msg[1:])
+                    run.stdin.flush()
+        except (EOFError, OSError, ssl.SSLError, ValueError):
+            pass
+
+    threading.Thread(target=pump_input, daemon=True).start()
+    exited = run.exited
+    try:
+        with open(run.log_path(), "rb") as f:
+            f.seek(0, os.SEEK_END)
+            while True:
+                data = f.read(65536)
+                if data:
+                    if want_out:
+                        ws.send(bytes([STDOUT]) + data)
+                    continue
+                if exited.is_set():
+                    data = f.read()
+                    if data and want_out:
+                        ws.send(bytes([STDOUT]) + data)
+                    break
+                exited.wait(0.1)
+        ws.send(bytes([ERROR]) + json.dumps(status(0)).encode())
+        ws.send(struct.pack(">H", 1000), 8)
+    except (OSError, ssl.SSLError):
+        pass
+    done.set()
+    handler.close_connection = True

@@ -4,7 +4,7 @@
 # Kubernetes testbed (scripts/testbed/k8s up). One scenario per run:
 #   tests/k8s_agent/test_with_kubectl.sh SCENARIO
 # Scenarios: job-completes gpu-job gpu-insufficient mig-job exit-code
-#            exec init-empty-dir init-fails logs-follow delete-kills delete-stubborn restart-on-failure cannot-run
+#            exec attach init-empty-dir init-fails logs-follow delete-kills delete-stubborn restart-on-failure cannot-run
 #            secret-missing secret-env configmap-volume configmap-volume-missing
 #            auth apiserver-restart (stops the apiserver for a while: run it alone)
 # A testbed that is not up is a failure, not a skip.
@@ -166,6 +166,21 @@ case $SCENARIO in
     tty=$(script -qec "$KUBECTL --kubeconfig $K8S_KUBECONFIG -n $K8S_NAMESPACE exec -it $pod -- sh -c 'tty >/dev/null && echo on-a-tty; exit 4'" /dev/null </dev/null) && trc=0 || trc=$?
     [[ $tty == *on-a-tty* ]] || fail "exec -t gave no terminal: $tty"
     expect_eq "exec -t exit code" "$trc" 4
+    ;;
+  attach)
+    # kubectl attach through the apiserver's proxy: the output from now on, and stdin for a container
+    # made with stdin: true; the stream ends when the container does.
+    job "$NAME" '      - name: main
+        image: busybox
+        stdin: true
+        command: [sh, -c, "sleep 4; echo before-input; read line; echo got-$line; for i in 1 2 3; do echo tick-$i; sleep 0.3; done"]'
+    pod=$(pod_of "$NAME")
+    running() { [[ $(jp "pod/$pod" '{.status.phase}') == Running ]]; }
+    wait_until 20 "pod $pod Running" running
+    out=$( (sleep 6; echo hello-attach; sleep 5) | k attach -i "$pod" -c main 2>"$WORK/err") ||
+      fail "kubectl attach failed: $(cat "$WORK/err")"
+    [[ $out == *before-input* && $out == *got-hello-attach* && $out == *tick-3* ]] || fail "attach output: $out"
+    wait_job "$NAME" complete
     ;;
   init-empty-dir)
     # An init container waits for a file that kubectl puts into the pod's emptyDir over exec (as tandem

@@ -14,7 +14,7 @@ runner_role() {
       {apiGroups: ["batch"], resources: ["jobs"], verbs: ["get", "list", "watch", "create", "delete"]},
       {apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "watch", "delete"]},
       {apiGroups: [""], resources: ["pods/log"], verbs: ["get"]},
-      {apiGroups: [""], resources: ["pods/exec"], verbs: ["get", "create"]},
+      {apiGroups: [""], resources: ["pods/exec", "pods/attach"], verbs: ["get", "create"]},
       {apiGroups: [""], resources: ["events"], verbs: ["get", "list", "watch"]},
       {apiGroups: [""], resources: ["services", "secrets", "configmaps"], verbs: ["get", "list", "watch", "create", "delete"]},
       {apiGroups: [""], resources: ["persistentvolumeclaims"], verbs: ["get", "list", "watch"]}

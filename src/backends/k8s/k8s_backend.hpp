@@ -51,6 +51,7 @@ public:
     Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
     Result<std::optional<std::vector<std::string>>> hosts(const JobRecord& job) override;
     Result<int> exec(const JobRecord& job, const ExecRequest& request, ExecIo& io) override;
+    Result<int> attach(const JobRecord& job, int node, ExecIo& io) override;
     Status publish(const JobRecord& job, const std::string& channel, const std::string& book) override;
     // The pods of the jobs' namespace through the watch API (k8s_watch.cpp).
     Status watch(const std::vector<JobRecord>& jobs, const WatchSink& sink) override;
@@ -69,9 +70,14 @@ private:
                                         std::vector<upload::TarEntry> entries,
                                         const std::vector<std::string>& command, const std::string& what,
                                         std::uint64_t bytes);
-    // `command` in a container of a pod, over pods/exec (k8s_exec.cpp).
+    // `command` in a container of a pod, over pods/exec (k8s_exec.cpp); with `subresource` "attach",
+    // the container's own streams (no command).
     Result<int> exec_in_pod(const std::string& ns, const std::string& pod, const std::string& container,
-                            const std::vector<std::string>& command, bool tty, PodExecIo& io);
+                            const std::vector<std::string>& command, bool tty, PodExecIo& io,
+                            std::string_view subresource = "exec");
+    // The running pod of a job's rank and its main container, or why there is none.
+    Result<std::pair<std::string, std::string>> running_pod(const JobRecord& job, const std::string& ns,
+                                                            const std::string& base, int rank);
     Result<JobPlan> job_plan(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
                              const std::string& token = {});
     Status create(const std::string& path, const nlohmann::json& object, const std::string& token,

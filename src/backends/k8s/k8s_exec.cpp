@@ -5,6 +5,8 @@
 // resize ({"Width","Height"}), and with v5 255 (a stream closed: [255, 0] is stdin's end).
 
 #include <poll.h>
+#include <chrono>
+#include <thread>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -51,22 +53,32 @@ Result<int> exit_code_of(std::string_view text, const std::string& who) {
 
 } // namespace
 
-Result<int> K8sBackend::exec(const JobRecord& job, const ExecRequest& request, ExecIo& io) {
-    const auto [ns, base] = split_remote_id(job.remote_id, m_settings.namespace_name);
+Result<std::pair<std::string, std::string>> K8sBackend::running_pod(const JobRecord& job, const std::string& ns,
+                                                                    const std::string& base, int rank) {
     auto pods = rank_pods(ns, base);
     if (!pods) {
         return tl::unexpected(pods.error());
     }
-    auto it = pods->find(request.node);
+    auto it = pods->find(rank);
     if (it == pods->end() || fields::str_at(it->second, "status", "phase") != "Running") {
         return fail(ErrorKind::invalid_spec,
-                    fmt::format("job {} has no running pod for rank {} on {}: nothing to run a command beside",
-                                job.id, request.node, m_cluster));
+                    fmt::format("job {} has no running pod for rank {} on {}",
+                                job.id, rank, m_cluster));
     }
     const std::string pod = fields::str_at(it->second, "metadata", "name");
     const auto containers = it->second.value("spec", nlohmann::json::object()).value("containers", nlohmann::json::array());
     const std::string container =
         containers.is_array() && !containers.empty() && containers[0].is_object() ? containers[0].value("name", "") : "";
+    return std::make_pair(pod, container);
+}
+
+Result<int> K8sBackend::exec(const JobRecord& job, const ExecRequest& request, ExecIo& io) {
+    const auto [ns, base] = split_remote_id(job.remote_id, m_settings.namespace_name);
+    auto found = running_pod(job, ns, base, request.node);
+    if (!found) {
+        return tl::unexpected(found.error());
+    }
+    const auto& [pod, container] = *found;
     std::vector<std::string> command = request.command;
     if (command.empty()) { // a login shell: bash where the image has it
         command = {"/bin/sh", "-c", "if command -v bash >/dev/null 2>&1; then exec bash -l; else exec sh -l; fi"};
@@ -80,9 +92,46 @@ Result<int> K8sBackend::exec(const JobRecord& job, const ExecRequest& request, E
     return exec_in_pod(ns, pod, container, command, request.tty, pod_io);
 }
 
+Result<int> K8sBackend::attach(const JobRecord& job, int node, ExecIo& io) {
+    const auto [ns, base] = split_remote_id(job.remote_id, m_settings.namespace_name);
+    auto found = running_pod(job, ns, base, node);
+    if (!found) {
+        return tl::unexpected(found.error());
+    }
+    const auto& [pod, container] = *found;
+    PodExecIo pod_io;
+    pod_io.out = io.out;
+    pod_io.err = io.err;
+    auto streamed = exec_in_pod(ns, pod, container, {}, false, pod_io, "attach");
+    if (!streamed) {
+        return tl::unexpected(streamed.error());
+    }
+    // The stream ends with the container; its exit code is in the pod's status (a kubelet's attach does
+    // not carry it). The kubelet reports the end a moment after the stream closes: ask a few times.
+    for (int attempt = 0; attempt < 40; ++attempt) {
+        auto now = m_api.call("GET", fmt::format("/api/v1/namespaces/{}/pods/{}", ns, query_escape(pod)));
+        if (!now) {
+            return tl::unexpected(now.error());
+        }
+        if (const auto* list = fields::at(now->body, "status", "containerStatuses"); list && list->is_array()) {
+            for (const auto& cs : *list) {
+                const auto* code = fields::at(cs, "state", "terminated", "exitCode");
+                if (fields::str_at(cs, "name") == container && code && code->is_number_integer()) {
+                    return code->get<int>();
+                }
+            }
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    return fail(ErrorKind::unavailable,
+                fmt::format("{}: the attach stream of pod {} ended, but its container is still running", m_cluster, pod),
+                fmt::format("tandem attach {} again, or tandem logs -f {}", job.id, job.id));
+}
+
 Result<int> K8sBackend::exec_in_pod(const std::string& ns, const std::string& pod, const std::string& container,
-                                    const std::vector<std::string>& command, bool tty, PodExecIo& io) {
-    std::string path = fmt::format("/api/v1/namespaces/{}/pods/{}/exec?container={}&stdout=true", ns, pod,
+                                    const std::vector<std::string>& command, bool tty, PodExecIo& io,
+                                    std::string_view subresource) {
+    std::string path = fmt::format("/api/v1/namespaces/{}/pods/{}/{}?container={}&stdout=true", ns, pod, subresource,
                                    query_escape(container));
     path += tty ? "&tty=true" : "&stderr=true";
     const bool pulled = static_cast<bool>(io.produce);
