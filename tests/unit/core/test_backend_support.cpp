@@ -201,14 +201,13 @@ TEST_CASE("backend support: more than one node is refused on local only") {
     CHECK(unsupported_fields(spec, spec.resources, BackendKind::local).empty());
 }
 
-TEST_CASE("backend support: local file_mounts go to Slurm, object stores are refused everywhere, named") {
+TEST_CASE("backend support: local file_mounts go to Slurm and Kubernetes, object stores are refused everywhere, named") {
     TaskSpec spec;
     spec.file_mounts["/code"] = "/home/me/code";
     CHECK(reason_for(spec, spec.resources, BackendKind::local, "file_mounts") ==
           "not supported on local: the task runs on this machine, where its files already are: use their paths");
     CHECK(reason_for(spec, spec.resources, BackendKind::slurm, "file_mounts").empty());
-    CHECK(reason_for(spec, spec.resources, BackendKind::kubernetes, "file_mounts") ==
-          "not supported on k8s: file_mounts are not supported on k8s yet");
+    CHECK(reason_for(spec, spec.resources, BackendKind::kubernetes, "file_mounts").empty());
 
     TaskSpec store;
     store.file_mounts["/data"] = "s3://bucket/data";
@@ -257,7 +256,7 @@ TEST_CASE("backend support: every unsupported field is reported, in table order,
     CHECK(fields_of(slurm) == std::vector<std::string>{"resources.use_spot", "resources.image_id",
                                                        "resources.accelerators", "resources.ports"});
     const auto k8s = unsupported_fields(spec, spec.resources, BackendKind::kubernetes);
-    CHECK(fields_of(k8s) == std::vector<std::string>{"resources.use_spot", "file_mounts"});
+    CHECK(fields_of(k8s) == std::vector<std::string>{"resources.use_spot"});
 
     for (const auto& u : local) {
         CHECK_THAT(u.reason, Catch::StartsWith("not supported on local: "));
