@@ -179,6 +179,12 @@ TEST_CASE("k8s: with upload_cache_claim an unchanged workdir is not sent again a
                             "  sha256sum blob.bin | cut -c1-16\n";
     const std::string hash = sha_prefix(lab.home.root() + "/project/blob.bin");
     auto one = lab.task("one", "name: k8s-cache-one\nworkdir: project\n" + run);
+    // Housekeeping on the claim too: a unit unused for 40 days goes, a recent one stays.
+    const std::string units = k8s_setting("K8S_UPLOAD_CACHE_DIR") + "/tandem-units/";
+    const std::string stale = units + "00112233445566778899aabbccddeeff";
+    const std::string recent = units + "ffeeddccbbaa99887766554433221100";
+    REQUIRE(tandem_test::run({"/bin/sh", "-c", "mkdir -p \"$1\" \"$2\" && touch -d '40 days ago' \"$1\"", "sh", stale, recent})
+                .exit_code == 0);
     const auto before = relay.bytes_up();
     auto first = lab.tandem({"launch", one});
     INFO(first);
@@ -187,6 +193,8 @@ TEST_CASE("k8s: with upload_cache_claim an unchanged workdir is not sent again a
     CHECK(contains(first.out, "rank 0: lr: 0.2 blob.bin train.py"));
     CHECK(contains(first.out, hash));
     CHECK(first_bytes > blob.size());
+    CHECK_FALSE(fs::exists(stale));
+    CHECK(fs::exists(recent));
 
     // The same files on two ranks: neither pod is sent them again, both copy them from the claim.
     auto two = lab.task("two", "name: k8s-cache-two\nnum_nodes: 2\nworkdir: project\n" + run);

@@ -88,6 +88,16 @@ TEST_CASE("ssh: a workdir and two file_mounts reach every node, and an unchanged
         "  sha256sum blob.bin | cut -c1-16\n";
     const std::string mounts = "file_mounts:\n  " + data_dest + ": data\n  " + cfg_dest + ": cfg.yaml\n";
     auto one = lab.task("one", "name: uploads-one\nworkdir: project\n" + mounts + run);
+    // Housekeeping: a unit unused for 40 days and a partial upload two days old go; a recent unit stays.
+    const std::string cache = slurm_env().at("SLURM_USER_HOME") + "/.tandem/cache/";
+    const std::string stale = cache + "0123456789abcdef0123456789abcd" + tag.substr(0, 2);
+    const std::string partial = cache + ".partial-deadbeef-" + tag;
+    const std::string recent = cache + "fedcba9876543210fedcba98765432" + tag.substr(0, 2);
+    REQUIRE(tandem_test::run({"/bin/sh", "-c",
+                 "mkdir -p \"$1\" \"$2\" \"$3\" && touch -d '40 days ago' \"$1\" && touch -d '2 days ago' \"$2\" && "
+                 "chown -R \"$4:\" \"$1\" \"$2\" \"$3\"",
+                 "sh", stale, partial, recent, slurm_env().at("SLURM_SSH_USER")})
+                .exit_code == 0);
     const auto before = r.relay.bytes_up();
     auto first = lab.tandem({"launch", one});
     INFO(first);
@@ -99,6 +109,10 @@ TEST_CASE("ssh: a workdir and two file_mounts reach every node, and an unchanged
     CHECK(contains(first.out, hash));
     CHECK(first_bytes > blob.size());
     CHECK(first.err.find("uploading") == std::string::npos); // stderr is not a terminal: no progress line
+    CHECK_FALSE(fs::exists(stale));
+    CHECK_FALSE(fs::exists(partial));
+    CHECK(fs::exists(recent));
+    fs::remove_all(recent);
 
     // The same files again, on two nodes: only the sbatch script and the queries cross the wire.
     auto two = lab.task("two", "name: uploads-two\nnum_nodes: 2\nworkdir: project\nconfig:\n  slurm:\n"

@@ -123,6 +123,7 @@ K8S_EXEC_USER=$EXEC_USER
 K8S_EXEC_PLUGIN=$RUN/exec-credential
 K8S_NAMESPACE=$NAMESPACE
 K8S_UPLOAD_CACHE_CLAIM=$UPLOAD_CACHE_CLAIM
+K8S_UPLOAD_CACHE_DIR=$RUN/volumes/upload-cache
 K8S_SERVICE_ACCOUNT=tandem
 K8S_VERSION=$("$K8S_BIN/kube-apiserver" --version | awk '{print $2}')
 K8S_NODES=$(IFS=,; echo "${NODES[*]}")

@@ -22,6 +22,7 @@
 #include "backends/k8s/job_state_pods.hpp"
 #include "backends/k8s/json_fields.hpp"
 #include "backends/k8s/k8s_backend.hpp"
+#include "backends/upload/mount_script.hpp"
 #include "backends/upload/progress.hpp"
 #include "backends/upload/tar_stream.hpp"
 
@@ -127,7 +128,8 @@ constexpr std::string_view k_assemble =
 
 Result<std::set<std::string>> K8sBackend::cached_units(const std::string& ns, const std::string& pod,
                                                        const upload::UploadSet& set) {
-    std::string script = fmt::format("mkdir -p {0} && cd {0} && for h in", k_units);
+    std::string script = fmt::format("mkdir -p {0} && cd {0} && {{ {1}}} && for h in", k_units,
+                                     upload::cache_prune_script());
     for (const auto& u : set.units) {
         script += " " + u.hash; // hex digits
     }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "backends/slurm/script_quoting.hpp"
+#include "backends/upload/mount_script.hpp"
 #include "backends/upload/progress.hpp"
 #include "backends/upload/tar_stream.hpp"
 
@@ -23,9 +24,9 @@ Result<std::set<std::string>> cached_units(net::RemoteHost& host, const std::str
     for (const auto& u : set.units) {
         hashes += " " + u.hash; // hex digits only: no quoting needed
     }
-    auto r = host.exec(fmt::format("mkdir -p {0} && cd {0} && for h in{1}; do if [ -d \"$h\" ]; then echo \"$h\"; "
-                                   "fi; done",
-                                   shell_quote(cache), hashes));
+    auto r = host.exec(fmt::format("mkdir -p {0} && cd {0} && {{ {2}}} && for h in{1}; do if [ -d \"$h\" ]; then "
+                                   "echo \"$h\"; fi; done",
+                                   shell_quote(cache), hashes, upload::cache_prune_script()));
     if (!r) {
         Error e = r.error();
         e.message = fmt::format("cluster {}: {}", cluster, e.message);

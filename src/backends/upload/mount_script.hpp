@@ -31,4 +31,13 @@ inline std::string_view mount_copy_function() {
 )sh";
 }
 
+// Run in an upload cache folder before it is listed: removes the units nobody used for 30 days (every use
+// touches a unit's folder) and partial uploads older than a day (a launch killed mid-stream). A job that
+// waits in a queue for over 30 days may then find its file_mounts gone; nothing else reads the cache after
+// submit. Errors are ignored: pruning is housekeeping, never a reason to fail a launch.
+inline std::string_view cache_prune_script() {
+    return "find . -mindepth 1 -maxdepth 1 \\( -name '.partial-*' -mmin +1440 -o ! -name '.*' -mtime +30 \\) "
+           "-exec rm -rf {} + 2>/dev/null; true; ";
+}
+
 } // namespace tandem::upload
