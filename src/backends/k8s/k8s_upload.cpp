@@ -134,18 +134,15 @@ Result<std::set<std::string>> K8sBackend::cached_units(const std::string& ns, co
         script += " " + u.hash; // hex digits
     }
     script += "; do if [ -d \"$h\" ]; then echo \"$h\"; fi; done";
-    std::string out, err;
+    std::string out;
+    upload::ErrorText err;
     PodExecIo io;
     io.out = [&](std::string_view b) {
         if (out.size() < 64 * 1024) {
             out.append(b);
         }
     };
-    io.err = [&](std::string_view b) {
-        if (err.size() < 4096) {
-            err.append(b);
-        }
-    };
+    io.err = [&](std::string_view b) { err.append(b); };
     auto code = exec_in_pod(ns, pod, std::string(k_upload_container), {"/bin/sh", "-c", script}, false, io);
     if (!code) {
         return tl::unexpected(code.error());
@@ -153,7 +150,7 @@ Result<std::set<std::string>> K8sBackend::cached_units(const std::string& ns, co
     if (*code != 0) {
         return fail(ErrorKind::remote, fmt::format("{}: the upload cache {} in pod {} cannot be used (exit {}): {}",
                                                    m_cluster, k_upload_cache, pod, *code,
-                                                   err.empty() ? "no message" : first_line(err)));
+                                                   err.text.empty() ? "no message" : first_line(err.text)));
     }
     std::set<std::string> present;
     std::size_t at = 0;
@@ -170,26 +167,13 @@ Result<std::uint64_t> K8sBackend::stream_to_pod(const std::string& ns, const std
                                                 std::vector<upload::TarEntry> entries,
                                                 const std::vector<std::string>& command, const std::string& what,
                                                 std::uint64_t bytes) {
-    upload::TarSource tar(std::move(entries));
-    upload::ProgressLine line(fmt::format("{} to {} pod {}", what, m_cluster, pod), bytes);
-    std::uint64_t wire = 0;
-    std::string err;
+    upload::TarFeed feed(std::move(entries), fmt::format("{} to {} pod {}", what, m_cluster, pod), bytes);
+    upload::ErrorText err;
     PodExecIo io;
-    io.produce = [&](char* buffer, std::size_t capacity) -> Result<std::size_t> {
-        auto n = tar.read(buffer, capacity);
-        if (n) {
-            wire += *n;
-            line.note(tar.content_bytes());
-        }
-        return n;
-    };
-    io.err = [&](std::string_view b) {
-        if (err.size() < 4096) {
-            err.append(b);
-        }
-    };
+    io.produce = [&](char* buffer, std::size_t capacity) { return feed.read(buffer, capacity); };
+    io.err = [&](std::string_view b) { err.append(b); };
     auto code = exec_in_pod(ns, pod, std::string(k_upload_container), command, false, io);
-    line.finish(tar.content_bytes());
+    feed.finish();
     if (!code) {
         Error e = code.error();
         e.message = fmt::format("uploading {} to pod {}: {}", what, pod, e.message);
@@ -197,10 +181,10 @@ Result<std::uint64_t> K8sBackend::stream_to_pod(const std::string& ns, const std
     }
     if (*code != 0) {
         return fail(ErrorKind::remote, fmt::format("{}: unpacking {} in pod {} failed (exit {}): {}", m_cluster, what,
-                                                   pod, *code, err.empty() ? "no message" : first_line(err)),
+                                                   pod, *code, err.text.empty() ? "no message" : first_line(err.text)),
                     "the image needs /bin/sh and tar (as for kubectl cp)");
     }
-    return wire;
+    return feed.wire_bytes();
 }
 
 Status K8sBackend::send_uploads(const TaskSpec& spec, const JobPlan& plan, const upload::UploadSet& set) {
@@ -272,13 +256,9 @@ Status K8sBackend::send_uploads(const TaskSpec& spec, const JobPlan& plan, const
                 return tl::unexpected(sent.error());
             }
         }
-        std::string err;
+        upload::ErrorText err;
         PodExecIo io;
-        io.err = [&](std::string_view b) {
-            if (err.size() < 4096) {
-                err.append(b);
-            }
-        };
+        io.err = [&](std::string_view b) { err.append(b); };
         auto code = exec_in_pod(ns, pod, std::string(k_upload_container), assemble, false, io);
         if (!code) {
             return tl::unexpected(code.error());
@@ -287,7 +267,7 @@ Status K8sBackend::send_uploads(const TaskSpec& spec, const JobPlan& plan, const
             return fail(ErrorKind::remote, fmt::format("{}: copying the {} from the upload cache in pod {} failed "
                                                        "(exit {}): {}",
                                                        m_cluster, what, pod, *code,
-                                                       err.empty() ? "no message" : first_line(err)));
+                                                       err.text.empty() ? "no message" : first_line(err.text)));
         }
         return {};
     };

@@ -56,26 +56,13 @@ Result<std::uint64_t> send_unit(net::RemoteHost& host, const std::string& cache,
         "set -e; c={0}; p=\"$c/.partial-{1}-$$\"; trap 'rm -rf \"$p\"' EXIT; mkdir -p \"$p\"; "
         "tar -x -f - -C \"$p\"; mv -T \"$p\" \"$c/{1}\" 2>/dev/null || true",
         shell_quote(cache), unit.hash);
-    upload::TarSource tar(upload::tar_entries(unit));
-    upload::ProgressLine line(fmt::format("{} to {}", unit.label, cluster), unit.bytes);
-    std::uint64_t wire = 0;
+    upload::TarFeed feed(upload::tar_entries(unit), fmt::format("{} to {}", unit.label, cluster), unit.bytes);
+    upload::ErrorText err;
     net::ExecStreams io;
-    std::string err;
-    io.produce = [&](char* buffer, std::size_t capacity) -> Result<std::size_t> {
-        auto n = tar.read(buffer, capacity);
-        if (n) {
-            wire += *n;
-            line.note(tar.content_bytes());
-        }
-        return n;
-    };
-    io.err = [&](std::string_view bytes) {
-        if (err.size() < 4096) {
-            err.append(bytes);
-        }
-    };
+    io.produce = [&](char* buffer, std::size_t capacity) { return feed.read(buffer, capacity); };
+    io.err = [&](std::string_view bytes) { err.append(bytes); };
     auto status = host.exec_streaming(command, io);
-    line.finish(tar.content_bytes());
+    feed.finish();
     if (!status) {
         Error e = status.error();
         e.message = fmt::format("cluster {}: uploading {}: {}", cluster, unit.label, e.message);
@@ -83,9 +70,9 @@ Result<std::uint64_t> send_unit(net::RemoteHost& host, const std::string& cache,
     }
     if (*status != 0) {
         return fail(ErrorKind::remote, fmt::format("cluster {}: unpacking {} on the cluster failed (exit {}): {}",
-                                                   cluster, unit.label, *status, first_line(err)));
+                                                   cluster, unit.label, *status, first_line(err.text)));
     }
-    return wire;
+    return feed.wire_bytes();
 }
 
 } // namespace

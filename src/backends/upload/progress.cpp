@@ -52,4 +52,13 @@ void ProgressLine::finish(std::uint64_t done_bytes) {
     }
 }
 
+Result<std::size_t> TarFeed::read(char* buffer, std::size_t capacity) {
+    auto n = m_tar.read(buffer, capacity);
+    if (n) {
+        m_wire += *n;
+        m_line.note(m_tar.content_bytes());
+    }
+    return n;
+}
+
 } // namespace tandem::upload

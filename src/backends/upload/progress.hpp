@@ -6,6 +6,10 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/upload/tar_stream.hpp"
 
 namespace tandem::upload {
 
@@ -27,6 +31,32 @@ private:
     bool m_show = progress_wanted();
     std::chrono::steady_clock::time_point m_start = std::chrono::steady_clock::now();
     std::chrono::steady_clock::time_point m_last = m_start;
+};
+
+// A tar stream as a transport pulls it (an SSH channel, an exec's stdin), with its progress line and the
+// archive bytes it gave; finish() ends the line.
+class TarFeed {
+public:
+    TarFeed(std::vector<TarEntry> entries, std::string what, std::uint64_t content_bytes)
+        : m_tar(std::move(entries)), m_line(std::move(what), content_bytes) {}
+    Result<std::size_t> read(char* buffer, std::size_t capacity);
+    void finish() { m_line.finish(m_tar.content_bytes()); }
+    std::uint64_t wire_bytes() const { return m_wire; }
+
+private:
+    TarSource m_tar;
+    ProgressLine m_line;
+    std::uint64_t m_wire = 0;
+};
+
+// The first 4 KiB of what a remote command wrote to stderr, for its error line.
+struct ErrorText {
+    std::string text;
+    void append(std::string_view bytes) {
+        if (text.size() < 4096) {
+            text.append(bytes.substr(0, 4096 - text.size()));
+        }
+    }
 };
 
 } // namespace tandem::upload
