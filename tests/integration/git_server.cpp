@@ -39,7 +39,7 @@ void git(const std::string& dir, const std::vector<std::string>& args) {
 
 } // namespace
 
-GitServer::GitServer() {
+GitServer::GitServer(const std::string& also) {
     char pattern[] = "/tmp/tandem-git-XXXXXX";
     REQUIRE(::mkdtemp(pattern) != nullptr);
     m_root = pattern;
@@ -59,10 +59,12 @@ GitServer::GitServer() {
     write("feature");
     git(repo, {"checkout", "-q", "main"});
     m_port = free_port();
-    m_daemon = std::make_unique<Child>(
-        std::vector<std::string>{"/usr/bin/git", "daemon", "--export-all", "--reuseaddr", "--listen=127.0.0.1",
-                                 "--port=" + std::to_string(m_port), "--base-path=" + m_root, m_root},
-        RunOptions{{}, "", 3600s, "", {}});
+    std::vector<std::string> argv{"/usr/bin/git", "daemon", "--export-all", "--reuseaddr", "--listen=127.0.0.1"};
+    if (!also.empty()) {
+        argv.push_back("--listen=" + also);
+    }
+    argv.insert(argv.end(), {"--port=" + std::to_string(m_port), "--base-path=" + m_root, m_root});
+    m_daemon = std::make_unique<Child>(argv, RunOptions{{}, "", 3600s, "", {}});
     // Ready when it answers.
     RunResult probe;
     for (int i = 0; i < 50; ++i) {
@@ -83,7 +85,11 @@ GitServer::~GitServer() {
 }
 
 std::string GitServer::url() const {
-    return "git://127.0.0.1:" + std::to_string(m_port) + "/proj";
+    return url_on("127.0.0.1");
+}
+
+std::string GitServer::url_on(const std::string& host) const {
+    return "git://" + host + ":" + std::to_string(m_port) + "/proj";
 }
 
 std::string GitServer::commit_of(const std::string& ref) const {

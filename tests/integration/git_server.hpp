@@ -13,12 +13,14 @@ namespace tandem_test {
 
 class GitServer {
 public:
-    GitServer();
+    // Listens on 127.0.0.1 and, when given, on `also` too (the pod network's gateway, which pods reach).
+    explicit GitServer(const std::string& also = "");
     ~GitServer();
     GitServer(const GitServer&) = delete;
     GitServer& operator=(const GitServer&) = delete;
 
     std::string url() const; // git://127.0.0.1:PORT/proj
+    std::string url_on(const std::string& host) const; // git://HOST:PORT/proj
     std::string commit_of(const std::string& ref) const;
 
 private:

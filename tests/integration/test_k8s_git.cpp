@@ -10,13 +10,13 @@
 using namespace tandem_test;
 
 TEST_CASE("a git workdir is cloned in every pod and the job runs in it (1 and 2 ranks)") {
-    GitServer git;
+    GitServer git(k8s_setting("K8S_POD_GATEWAY"));
     K8sHome lab(k8s_setting("K8S_KUBECONFIG_CERT"));
     for (int nodes : {1, 2}) {
         INFO(nodes << " rank(s)");
         const auto name = unique_name("k8s-git");
         auto file = lab.task("git", "name: " + name + "\nnum_nodes: " + std::to_string(nodes) +
-                                        "\nworkdir:\n  url: " + git.url() +
+                                        "\nworkdir:\n  url: " + git.url_on(k8s_setting("K8S_POD_GATEWAY")) +
                                         "\n  ref: v1\nresources:\n  infra: k8s\n"
                                         "setup: test -f version.txt\n"
                                         "run: echo \"rank=$TANDEM_NODE_RANK version=$(cat version.txt) "
@@ -32,10 +32,10 @@ TEST_CASE("a git workdir is cloned in every pod and the job runs in it (1 and 2 
 }
 
 TEST_CASE("a git workdir that cannot be cloned fails the pod before setup, with git's message") {
-    GitServer git;
+    GitServer git(k8s_setting("K8S_POD_GATEWAY"));
     K8sHome lab;
     const auto name = unique_name("k8s-git-bad");
-    auto file = lab.task("git", "name: " + name + "\nworkdir:\n  url: " + git.url() +
+    auto file = lab.task("git", "name: " + name + "\nworkdir:\n  url: " + git.url_on(k8s_setting("K8S_POD_GATEWAY")) +
                                     "\n  ref: no-such-branch\nresources:\n  infra: k8s\n"
                                     "setup: echo setup-ran\nrun: echo run-ran\n");
     auto r = lab.tandem({"launch", file}, 180s);

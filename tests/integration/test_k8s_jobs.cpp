@@ -61,7 +61,12 @@ TEST_CASE("a CPU job runs on the cpu node, its env values (kubelet references, d
     auto r = lab.tandem({"launch", file});
     INFO(r);
     REQUIRE(r.exit_code == 0);
-    CHECK(contains(r.out, "rank=0 nodes=1 ip=127.0.0.1"));
+    // The pod's own address on the pod network (the node agent's bridge), as status.podIP says.
+    const auto pods = objects_of("pods", lab.base_of(1));
+    REQUIRE(pods.size() == 1);
+    const std::string pod_ip = pods[0]["status"].value("podIP", "");
+    CHECK(pod_ip.rfind("10.244.0.", 0) == 0);
+    CHECK(contains(r.out, "rank=0 nodes=1 ip=" + pod_ip + "\n"));
     CHECK(contains(r.out, "dollars=[$(HOME) $$ $$$$ $HOME ${X}]"));
     CHECK(contains(r.out, "quotes=[it's \"double\" and 'single']"));
     CHECK(contains(r.out, "lines=[ f i r s t \\n s e c o n d \\n]"));

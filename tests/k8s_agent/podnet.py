@@ -10,9 +10,8 @@ Needs root (CAP_NET_ADMIN) and iproute2. Addresses are handed out by a file
 of leases in the agent's state folder (one line per pod uid), so a restarted
 agent neither reuses a live pod's address nor forgets to free one.
 
-Not wired into pods.py yet (issue 16): containers would run under
-`ip netns exec NAME` (or nsenter --net=/run/netns/NAME), exec would enter
-the same namespace, and POD_IP would become the pod's lease."""
+pods.py runs every container under `nsenter --net=/run/netns/NAME`, exec
+enters the same namespace, and the lease is the pod's status.podIP."""
 import fcntl
 import ipaddress
 import os

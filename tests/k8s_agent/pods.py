@@ -22,15 +22,23 @@ initContainers run one after the other before the containers, as a kubelet
 runs them: the pod stays Pending (Initialized False, the containers waiting
 in PodInitializing) while one runs; one that fails fails the pod under
 restartPolicy Never and is restarted otherwise.
-Other volume types are ignored."""
+Other volume types are ignored.
+
+Every pod gets a network namespace and an address of its own on the
+agent's bridge (podnet.py), reported as status.podIP; readiness probes
+(probes.py) decide the containers' `ready` and the pod's Ready condition."""
 import copy
+import errno
 import os
+import shutil
 import signal
 import subprocess
 import threading
 import time
 
 import envres
+import podnet
+import probes
 import volumes
 from events import post_event
 from kapi import log, now_rfc3339
@@ -38,7 +46,7 @@ from kapi import log, now_rfc3339
 POLL = 0.1
 RESTART_DELAY = 1.0
 VOLUME_SYNC = 1.0  # seconds between configMap volume re-syncs (the kubelet's is about a minute)
-POD_IP = "127.0.0.1"
+HOST_IP = "127.0.0.1"  # every node of the agent is this machine
 
 # Runs a container's command after bind-mounting its emptyDir volumes (pairs of host folder and
 # mountPath, then "--", then an optional working directory and "--", then the argv).
@@ -55,16 +63,21 @@ def _exit_code(rc):
 class ContainerRun:
     """One container of a pod: the current process and its restarts."""
 
-    def __init__(self, spec, argv, env, cwd, log_dir, mounts=()):
+    def __init__(self, spec, argv, env, cwd, log_dir, mounts=(), netns=None):
         self.spec, self.env, self.cwd, self.log_dir = spec, env, cwd, log_dir
         self.mounts = list(mounts)  # [(host folder, mountPath)] of its emptyDir volumes
+        self.netns = netns  # the pod's network namespace (podnet)
+        self.command = list(argv)  # the container's own command, before any wrapper
         self.argv = argv
+        self.probe = None  # probes.Tracker of its readinessProbe; None: ready while running
         if self.mounts:
             words = [w for host, path in self.mounts for w in (host, path)] + ["--"]
             wd = spec.get("workingDir")
             words += ([wd] if wd else []) + ["--"]
             self.argv = ["unshare", "-m", "--propagation", "private", "/bin/sh", "-c", MOUNT_SCRIPT,
                          "tandem-agent-mounts"] + words + list(argv)
+        if netns:
+            self.argv = ["nsenter", f"--net=/run/netns/{netns}", "--"] + self.argv
         self.name = spec["name"]
         self.restart_count = 0
         self.proc = None
@@ -82,6 +95,12 @@ class ContainerRun:
         self.started_at = now_rfc3339()
         with open(self.log_path(), "ab") as out:
             try:
+                # Wrapped (nsenter, unshare), a missing program would be the wrapper's exit 127: look
+                # first, so it is ContainerCannotRun as from a runtime.
+                program = self.command[0]
+                found = shutil.which(program, path=self.env.get("PATH")) if "/" not in program else program
+                if not found or not os.access(found, os.X_OK) or os.path.isdir(found):
+                    raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
                 self.proc = subprocess.Popen(
                     self.argv,
                     cwd=self.cwd,
@@ -92,7 +111,7 @@ class ContainerRun:
                     start_new_session=True,  # its own process group, killed as a whole
                 )
             except OSError as e:
-                out.write(f"node agent: cannot start {self.argv[0]!r}: {e.strerror}\n".encode())
+                out.write(f"node agent: cannot start {self.command[0]!r}: {e.strerror}\n".encode())
                 self.proc = None
                 self.finish(127, "ContainerCannotRun", str(e.strerror))
                 return
@@ -142,11 +161,17 @@ class ContainerRun:
         return self.proc is not None and self.proc.poll() is None
 
     def enter(self):
-        """The argv prefix that runs a command inside this container's mount
-        namespace (for exec); empty when it has none."""
-        if not self.mounts or not self.running():
-            return []
-        return ["nsenter", "-t", str(self.proc.pid), "-m", "--"]
+        """The argv prefix that runs a command inside this container's mount and
+        network namespaces (for exec and exec probes)."""
+        if self.mounts and self.running():
+            return ["nsenter", "-t", str(self.proc.pid), "-m", "-n", "--"]
+        if self.netns:
+            return ["nsenter", f"--net=/run/netns/{self.netns}", "--"]
+        return []
+
+    def ready(self):
+        running = bool(self.state and "running" in self.state)
+        return running and (self.probe is None or self.probe.ready)
 
     def status(self):
         running = bool(self.state and "running" in self.state)
@@ -157,7 +182,7 @@ class ContainerRun:
             "imageID": "local://" + image,
             "containerID": self.container_id(),
             "restartCount": self.restart_count,
-            "ready": running,
+            "ready": self.ready(),
             "started": running,
             "state": self.state,
             "lastState": self.last_state,
@@ -173,6 +198,7 @@ class PodState:
         self.runs = {}  # container name -> ContainerRun
         self.init_runs = {}  # init container name -> ContainerRun
         self.volumes = None  # volumes.PodVolumes once _run_pod has set them up
+        self.netns, self.ip = None, None  # the pod's network (podnet) once _run_pod has set it up
         self.deleting = False
         self.gone = False
         self.lock = threading.Lock()
@@ -185,6 +211,7 @@ def _should_restart(policy, code):
 class Runner:
     def __init__(self, state_dir, api_port, marker):
         self.state_dir, self.api_port, self.marker = state_dir, api_port, marker
+        self.leases = podnet.Leases(os.path.join(state_dir, "podnet-leases"))
         self.pods = {}  # uid -> PodState
         self.lock = threading.Lock()
 
@@ -232,6 +259,7 @@ class Runner:
             run.signal(signal.SIGKILL)
             run.exited.set()
         self._release_volumes(st)
+        self._release_network(st)
 
     def known_uids(self, node):
         with self.lock:
@@ -258,6 +286,7 @@ class Runner:
             states = list(self.pods.values())
         for st in states:
             self._release_volumes(st)
+            self._release_network(st)
 
     # ---- status reporting -------------------------------------------------
 
@@ -285,7 +314,7 @@ class Runner:
         t = now_rfc3339()
         self._report(
             st,
-            {"phase": "Failed", "reason": reason, "message": message, "startTime": t, "hostIP": POD_IP},
+            {"phase": "Failed", "reason": reason, "message": message, "startTime": t, "hostIP": HOST_IP},
             f"Failed ({reason}: {message})",
         )
 
@@ -315,7 +344,7 @@ class Runner:
     def _resolve(self, st):
         """Environment and argv for every container; raises envres.ConfigError."""
         pod = copy.deepcopy(st.pod)
-        pod.setdefault("status", {}).update({"podIP": POD_IP, "hostIP": POD_IP})
+        pod.setdefault("status", {}).update({"podIP": st.ip or HOST_IP, "hostIP": HOST_IP})
         if st.volumes is not None and st.volumes.unsupported:
             raise envres.ConfigError("; ".join(st.volumes.unsupported))
 
@@ -426,7 +455,7 @@ class Runner:
                 self._report(
                     st,
                     {
-                        "hostIP": POD_IP,
+                        "hostIP": HOST_IP,
                         "startTime": start_time,
                         "containerStatuses": self._waiting(st.pod["spec"], "ContainerCreating"),
                     },
@@ -495,6 +524,13 @@ class Runner:
         start_time = now_rfc3339()
         if not self._setup_volumes(st, start_time):
             return
+        try:
+            st.netns, st.ip = podnet.set_up(st.uid, self.leases)
+        except (podnet.NetworkError, OSError) as e:
+            return self._fail_pod(st, "NetworkNotReady", f"cannot set up the pod's network: {e}")
+        if st.deleting or st.gone:
+            self._release_network(st)
+            return
         last_msg = None
         while True:
             if st.deleting or st.gone:
@@ -509,7 +545,7 @@ class Runner:
                     waiting = self._waiting(spec, "CreateContainerConfigError", msg)
                     self._report(
                         st,
-                        {"hostIP": POD_IP, "startTime": start_time, "containerStatuses": waiting},
+                        {"hostIP": HOST_IP, "startTime": start_time, "containerStatuses": waiting},
                         f"CreateContainerConfigError: {msg}",
                     )
                     post_event(st.api, st.pod, st.node, None, "Failed", f"Error: {msg}", warning=True)
@@ -524,19 +560,18 @@ class Runner:
                 if st.deleting or st.gone:
                     return
                 run.start()
+                if c.get("readinessProbe"):
+                    run.probe = probes.Tracker(c["readinessProbe"], time.monotonic())
                 st.runs[c["name"]] = run
             self._started_event(st, run)
         if not any(r.proc for r in st.runs.values()):
             return self._supervise(st, policy)  # nothing started: no Running
-        conds = [
-            {"type": t, "status": "True", "lastTransitionTime": start_time}
-            for t in ("Initialized", "Ready", "ContainersReady")
-        ]
+        conds = self._conditions(st, start_time)
         status = {
             "phase": "Running",
-            "hostIP": POD_IP,
-            "podIP": POD_IP,
-            "podIPs": [{"ip": POD_IP}],
+            "hostIP": HOST_IP,
+            "podIP": st.ip,
+            "podIPs": [{"ip": st.ip}],
             "startTime": start_time,
             "conditions": conds,
             "containerStatuses": self._statuses(st),
@@ -548,6 +583,9 @@ class Runner:
             status,
             "Running (" + ", ".join(f"{r.name}: pid {r.proc.pid if r.proc else '-'}" for r in st.runs.values()) + ")",
         )
+        if any(r.probe for r in st.runs.values()):
+            threading.Thread(target=self._probe_loop, args=(st, start_time), name=f"probes-{st.name}",
+                             daemon=True).start()
         self._supervise(st, policy)
 
     def _container(self, st, c, argv, env, mounts):
@@ -555,16 +593,56 @@ class Runner:
         os.makedirs(log_dir, exist_ok=True)
         cwd = self._workdir(st, c) if not mounts else os.path.join(st.dir, "work")
         os.makedirs(cwd, exist_ok=True)
-        return ContainerRun(c, argv, env, cwd, log_dir, mounts)
+        return ContainerRun(c, argv, env, cwd, log_dir, mounts, st.netns)
+
+    def _release_network(self, st):
+        if st.netns is not None:
+            podnet.tear_down(st.uid, self.leases)
+            st.netns = None
+
+    # ---- readiness probes -------------------------------------------------
+
+    def _conditions(self, st, start_time):
+        ready = "True" if st.runs and all(r.ready() for r in st.runs.values()) else "False"
+        t = now_rfc3339()
+        return [
+            {"type": "Initialized", "status": "True", "lastTransitionTime": start_time},
+            {"type": "Ready", "status": ready, "lastTransitionTime": t},
+            {"type": "ContainersReady", "status": ready, "lastTransitionTime": t},
+        ]
+
+    def _probe_loop(self, st, start_time):
+        """Runs the readiness probes of the running containers, reporting each change of readiness (the
+        endpoints controller reads the pod's Ready condition) and a Unhealthy event per failure."""
+        while not (st.deleting or st.gone):
+            time.sleep(POLL)
+            changed = []
+            for run in list(st.runs.values()):
+                t = run.probe
+                if t is None or not run.running() or not t.due():
+                    continue
+                ok, message = probes.probe_once(run.spec["readinessProbe"], run.spec, st.ip, run.enter(), run.env)
+                if not ok:
+                    post_event(st.api, st.pod, st.node, run.name, "Unhealthy", f"Readiness probe failed: {message}",
+                               warning=True)
+                if t.record(ok, message):
+                    changed.append(f"{run.name} {'ready' if t.ready else 'not ready: ' + message}")
+            if changed:
+                with st.lock:
+                    statuses = self._statuses(st)
+                self._report(st, {"conditions": self._conditions(st, start_time), "containerStatuses": statuses},
+                             "; ".join(changed))
+            if all(not r.running() for r in st.runs.values()):
+                return
 
     def _init_status(self, st, start_time, what):
         """Pending while an init container runs: Initialized False, the containers in PodInitializing."""
         t = now_rfc3339()
         status = {
             "phase": "Pending",
-            "hostIP": POD_IP,
-            "podIP": POD_IP,
-            "podIPs": [{"ip": POD_IP}],
+            "hostIP": HOST_IP,
+            "podIP": st.ip,
+            "podIPs": [{"ip": st.ip}],
             "startTime": start_time,
             "conditions": [
                 {"type": "Initialized", "status": "False", "reason": "ContainersNotInitialized", "lastTransitionTime": t}
@@ -612,6 +690,7 @@ class Runner:
                     f"Failed (init container {run.name} exited {code})",
                 )
                 self._release_volumes(st)
+                self._release_network(st)
                 return False
             self._init_status(st, start_time, f"Init:Error ({run.name} exited {code}); restarting it")
             time.sleep(RESTART_DELAY)
@@ -672,6 +751,7 @@ class Runner:
                 f"{phase} ({'; '.join(changed)})",
             )
             self._release_volumes(st)
+            self._release_network(st)
             return
 
     def _terminate(self, st):
@@ -697,6 +777,7 @@ class Runner:
                 r.proc.wait()
                 r.finish(_exit_code(r.proc.returncode), "Error")
         self._release_volumes(st)
+        self._release_network(st)
         body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0, "preconditions": {"uid": st.uid}}
         for _ in range(60):
             if st.gone:

@@ -5,9 +5,9 @@ failureThreshold after initialDelaySeconds, one probe every periodSeconds.
 The messages are the kubelet's, so an event or a reason reads as on a real
 node ("HTTP probe failed with statuscode: 503").
 
-Not wired into pods.py yet (issue 16): a readiness probe's result would set
-the container's `ready` and the pod's Ready condition, which the real
-endpoints controller reads to fill a Service's Endpoints."""
+pods.py runs the readiness probes: their result sets the container's
+`ready` and the pod's Ready condition, which the real endpoints controller
+reads to fill a Service's Endpoints. Liveness and startup probes are not run."""
 import http.client
 import socket
 import subprocess

@@ -4,7 +4,7 @@
 # Kubernetes testbed (scripts/testbed/k8s up). One scenario per run:
 #   tests/k8s_agent/test_with_kubectl.sh SCENARIO
 # Scenarios: job-completes gpu-job gpu-insufficient mig-job exit-code
-#            exec attach init-empty-dir init-fails logs-follow delete-kills delete-stubborn restart-on-failure cannot-run
+#            service-endpoints exec attach init-empty-dir init-fails logs-follow delete-kills delete-stubborn restart-on-failure cannot-run
 #            secret-missing secret-env configmap-volume configmap-volume-missing
 #            auth apiserver-restart (stops the apiserver for a while: run it alone)
 # A testbed that is not up is a failure, not a skip.
@@ -31,6 +31,7 @@ NAME=ka-${SCENARIO//[^a-z0-9]/-}-$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')
 WORK=$(mktemp -d)
 cleanup() {
   k delete job "$NAME" "$NAME-after" --cascade=background --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  k delete deployment,service "$NAME" --ignore-not-found --wait=false >/dev/null 2>&1 || true
   k delete secret "$NAME" --ignore-not-found >/dev/null 2>&1 || true
   k delete configmap "$NAME" --ignore-not-found >/dev/null 2>&1 || true
   rm -rf "$WORK"
@@ -148,6 +149,50 @@ case $SCENARIO in
     pod=$(pod_of "$NAME")
     expect_eq "node" "$(jp "pod/$pod" '{.spec.nodeName}')" mig-node
     [[ $(k logs "$pod") == *"mig slice on mig-node"* ]] || fail "unexpected logs: $(k logs "$pod")"
+    ;;
+  service-endpoints)
+    # Two replicas of a Deployment, each in a network namespace of its own listening on the same port,
+    # ready only once their readiness probe passes; the real endpoints controller puts both addresses
+    # into the Service's Endpoints, and each answers on its own address.
+    k create -f - >/dev/null <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: $NAME}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: $NAME}}
+  template:
+    metadata: {labels: {app: $NAME}}
+    spec:
+      terminationGracePeriodSeconds: 2
+      containers:
+      - name: server
+        image: python
+        command: [python3, -c, "import http.server,os,time\nstart=time.time()\nclass H(http.server.BaseHTTPRequestHandler):\n def do_GET(self):\n  ok=self.path!='/health' or time.time()-start>3\n  b=os.environ['HOSTNAME'].encode()\n  self.send_response(200 if ok else 503);self.end_headers();self.wfile.write(b)\n def log_message(self,*a): pass\nhttp.server.HTTPServer(('0.0.0.0',8080),H).serve_forever()"]
+        ports: [{name: http, containerPort: 8080}]
+        readinessProbe: {httpGet: {path: /health, port: http}, periodSeconds: 1}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: $NAME}
+spec:
+  selector: {app: $NAME}
+  ports: [{port: 80, targetPort: http}]
+EOF
+    eps() { k get endpoints "$NAME" -o jsonpath='{.subsets[*].addresses[*].ip}' 2>/dev/null; }
+    not_ready() { k get endpoints "$NAME" -o jsonpath='{.subsets[*].notReadyAddresses[*].ip}' 2>/dev/null; }
+    seen_not_ready() { [[ -n $(not_ready) ]]; }
+    wait_until 30 "addresses not ready while the probe fails" seen_not_ready
+    two_ready() { [[ $(eps | wc -w) == 2 ]]; }
+    wait_until 40 "two ready addresses in the Endpoints" two_ready
+    ips=$(eps)
+    [[ $(echo "$ips" | tr ' ' '\n' | sort -u | wc -l) == 2 ]] || fail "the replicas share an address: $ips"
+    for ip in $ips; do
+      out=$(curl -s --max-time 5 "http://$ip:8080/") || fail "no answer from $ip:8080"
+      [[ $out == "$NAME"-* ]] || fail "$ip:8080 answered '$out'"
+    done
+    events=$(k get events --field-selector reason=Unhealthy -o jsonpath='{.items[*].message}')
+    [[ $events == *"Readiness probe failed: HTTP probe failed with statuscode: 503"* ]] || fail "no Unhealthy event: $events"
     ;;
   exec)
     # kubectl exec through the real apiserver's proxy to the agent's kubelet endpoint (WebSocket, v5 or v4).

@@ -56,5 +56,6 @@ cmd_down() {
   stop_daemons kube-apiserver
   stop_daemons etcd
   sweep_leftovers
+  pod_bridge_down
   log "down"
 }

@@ -75,3 +75,22 @@ apply_storage() {
     die "could not create the PersistentVolume $pv and its claim $NAMESPACE/$UPLOAD_CACHE_CLAIM"
   log "PersistentVolume $pv (hostPath $RUN/volumes/upload-cache) for the claim $NAMESPACE/$UPLOAD_CACHE_CLAIM"
 }
+
+# The pod network (tests/k8s_agent/podnet.py sets up each pod on it): a bridge with the gateway address,
+# made here so that test servers can listen on the gateway before the first pod exists. Pods reach the
+# host at $POD_GATEWAY; the host reaches every pod at its address.
+POD_BRIDGE=tandem0
+POD_NETWORK=10.244.0.0/24
+POD_GATEWAY=10.244.0.1
+pod_bridge_up() {
+  ip link show "$POD_BRIDGE" >/dev/null 2>&1 || ip link add "$POD_BRIDGE" type bridge || die "cannot create the bridge $POD_BRIDGE"
+  ip -o addr show dev "$POD_BRIDGE" | grep -q " $POD_GATEWAY/" || ip addr add "$POD_GATEWAY/24" dev "$POD_BRIDGE" ||
+    die "cannot give $POD_BRIDGE the address $POD_GATEWAY"
+  ip link set "$POD_BRIDGE" up
+  log "pod network $POD_NETWORK on bridge $POD_BRIDGE (gateway $POD_GATEWAY)"
+}
+pod_bridge_down() {
+  local ns
+  for ns in $(ip netns list 2>/dev/null | awk '$1 ~ /^tp-/ {print $1}'); do ip netns del "$ns" 2>/dev/null || true; done
+  ip link del "$POD_BRIDGE" 2>/dev/null || true
+}

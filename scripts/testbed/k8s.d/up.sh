@@ -123,6 +123,8 @@ K8S_EXEC_USER=$EXEC_USER
 K8S_EXEC_PLUGIN=$RUN/exec-credential
 K8S_NAMESPACE=$NAMESPACE
 K8S_UPLOAD_CACHE_CLAIM=$UPLOAD_CACHE_CLAIM
+K8S_POD_NETWORK=$POD_NETWORK
+K8S_POD_GATEWAY=$POD_GATEWAY
 K8S_UPLOAD_CACHE_DIR=$RUN/volumes/upload-cache
 K8S_SERVICE_ACCOUNT=tandem
 K8S_VERSION=$("$K8S_BIN/kube-apiserver" --version | awk '{print $2}')
@@ -176,6 +178,7 @@ cmd_up() {
   check_reflect2
   apply_rbac
   apply_storage
+  pod_bridge_up
   start_agent
   wait_ready
   write_env
