@@ -20,6 +20,7 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import custom_metrics  # noqa: E402
 import kubelet_server  # noqa: E402
 from kapi import Api, ApiError, log  # noqa: E402
 from nodes import NODES, Heartbeat  # noqa: E402
@@ -90,6 +91,10 @@ def main():
     p.add_argument("--client-ca", required=True)
     p.add_argument("--port", type=int, default=10250)
     p.add_argument("--state-dir", required=True, help="per-pod working dirs and container logs")
+    p.add_argument("--metrics-address", help="serve the custom metrics API on this address (the pod gateway)")
+    p.add_argument("--metrics-port", type=int, default=10260)
+    p.add_argument("--metrics-cert", help="its serving certificate (DNS name of the APIService's Service)")
+    p.add_argument("--metrics-key")
     a = p.parse_args()
 
     tokens = read_tokens(a.node_tokens)
@@ -110,6 +115,9 @@ def main():
     signal.signal(signal.SIGINT, on_term)
 
     kubelet_server.serve(runner, a.port, a.cert, a.key, a.client_ca)
+    if a.metrics_address:
+        custom_metrics.serve(runner, a.metrics_address, a.metrics_port, a.metrics_cert, a.metrics_key, a.client_ca,
+                             os.path.join(a.state_dir, "custom-metrics.json"))
     beats = []
     for spec in NODES:
         api = Api(a.server, a.ca, tokens[spec["name"]], f"system:node:{spec['name']}")

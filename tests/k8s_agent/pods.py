@@ -261,6 +261,12 @@ class Runner:
         self._release_volumes(st)
         self._release_network(st)
 
+    def running_pods(self, ns):
+        """The pod objects of namespace `ns` with a running container (for the custom metrics API)."""
+        with self.lock:
+            states = [st for st in self.pods.values() if st.ns == ns and not st.deleting and not st.gone]
+        return [st.pod for st in states if any(r.running() for r in list(st.runs.values()))]
+
     def known_uids(self, node):
         with self.lock:
             return {uid for uid, st in self.pods.items() if st.node == node}

@@ -4,7 +4,7 @@
 # Kubernetes testbed (scripts/testbed/k8s up). One scenario per run:
 #   tests/k8s_agent/test_with_kubectl.sh SCENARIO
 # Scenarios: job-completes gpu-job gpu-insufficient mig-job exit-code
-#            service-endpoints exec attach init-empty-dir init-fails logs-follow delete-kills delete-stubborn restart-on-failure cannot-run
+#            service-endpoints hpa-custom-metric exec attach init-empty-dir init-fails logs-follow delete-kills delete-stubborn restart-on-failure cannot-run
 #            secret-missing secret-env configmap-volume configmap-volume-missing
 #            auth apiserver-restart (stops the apiserver for a while: run it alone)
 # A testbed that is not up is a failure, not a skip.
@@ -31,7 +31,7 @@ NAME=ka-${SCENARIO//[^a-z0-9]/-}-$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')
 WORK=$(mktemp -d)
 cleanup() {
   k delete job "$NAME" "$NAME-after" --cascade=background --ignore-not-found --wait=false >/dev/null 2>&1 || true
-  k delete deployment,service "$NAME" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  k delete deployment,service,hpa "$NAME" --ignore-not-found --wait=false >/dev/null 2>&1 || true
   k delete secret "$NAME" --ignore-not-found >/dev/null 2>&1 || true
   k delete configmap "$NAME" --ignore-not-found >/dev/null 2>&1 || true
   rm -rf "$WORK"
@@ -193,6 +193,65 @@ EOF
     done
     events=$(k get events --field-selector reason=Unhealthy -o jsonpath='{.items[*].message}')
     [[ $events == *"Readiness probe failed: HTTP probe failed with statuscode: 503"* ]] || fail "no Unhealthy event: $events"
+    ;;
+  hpa-custom-metric)
+    # The real HPA controller scales a Deployment on a per-pod metric of the custom metrics API (an
+    # aggregated API the node agent serves): up to maxReplicas when the value rises, back down after the
+    # scale-down stabilization window when it falls.
+    metric="load-${NAME##*-}"
+    set_metric() {  # VALUE: every pod of the namespace reports it for $metric
+      python3 - "$K8S_CUSTOM_METRICS_FILE" "$K8S_NAMESPACE" "$metric" "$1" <<'PY'
+import json, os, sys
+path, ns, metric, value = sys.argv[1:]
+try:
+    data = json.load(open(path))
+except (OSError, ValueError):
+    data = {}
+data.setdefault(ns, {})[metric] = {"*": float(value)}
+tmp = path + ".tmp"
+json.dump(data, open(tmp, "w"))
+os.replace(tmp, path)
+PY
+    }
+    set_metric 2
+    k create -f - >/dev/null <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: $NAME}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: $NAME}}
+  template:
+    metadata: {labels: {app: $NAME}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - {name: main, image: busybox, command: [sleep, "600"]}
+---
+apiVersion: autoscaling/v2beta2
+kind: HorizontalPodAutoscaler
+metadata: {name: $NAME}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: $NAME}
+  minReplicas: 1
+  maxReplicas: 3
+  metrics:
+  - type: Pods
+    pods: {metric: {name: $metric}, target: {type: AverageValue, averageValue: "10"}}
+  behavior:
+    scaleUp: {stabilizationWindowSeconds: 0}
+    scaleDown: {stabilizationWindowSeconds: 5}
+EOF
+    raw=$(k get --raw "/apis/custom.metrics.k8s.io/v1beta1/namespaces/$K8S_NAMESPACE/pods/*/$metric?labelSelector=app%3D$NAME")
+    [[ $raw == *'"metricName": "'$metric'"'* ]] || fail "custom metrics API answered: $raw"
+    replicas() { k get deployment "$NAME" -o jsonpath='{.status.readyReplicas}'; }
+    set_metric 25
+    at_three() { [[ $(replicas) == 3 ]]; }
+    wait_until 60 "the HPA scaling the Deployment up to 3 replicas" at_three
+    set_metric 1
+    at_one() { [[ $(k get deployment "$NAME" -o jsonpath='{.spec.replicas}') == 1 ]]; }
+    wait_until 60 "the HPA scaling the Deployment back down to 1" at_one
+    k delete hpa "$NAME" --ignore-not-found >/dev/null
     ;;
   exec)
     # kubectl exec through the real apiserver's proxy to the agent's kubelet endpoint (WebSocket, v5 or v4).

@@ -42,6 +42,10 @@ subjectAltName=DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernete
     sign kubelet /CN=tandem-node-agent "$server
 subjectAltName=DNS:localhost,IP:127.0.0.1"
     sign "$CERT_USER" "/O=$CERT_GROUP/CN=$CERT_USER" "$client"
+    # The apiserver's client certificate toward aggregated APIs, and the custom metrics API's serving one.
+    sign front-proxy-client /CN=front-proxy-client "$client"
+    sign metrics /CN=tandem-custom-metrics "$server
+subjectAltName=DNS:$METRICS_SERVICE.kube-system.svc,IP:$POD_GATEWAY"
     openssl genrsa -out sa.key 2048 2>/dev/null
     openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
     rm -f ca.srl

@@ -94,3 +94,25 @@ pod_bridge_down() {
   for ns in $(ip netns list 2>/dev/null | awk '$1 ~ /^tp-/ {print $1}'); do ip netns del "$ns" 2>/dev/null || true; done
   ip link del "$POD_BRIDGE" 2>/dev/null || true
 }
+
+# The custom metrics API (custom.metrics.k8s.io/v1beta1), served by the node agent on the pod gateway
+# (tests/k8s_agent/custom_metrics.py) and registered as an aggregated API: a Service without selector
+# whose Endpoints name the gateway (the apiserver routes to endpoints: --enable-aggregator-routing), and
+# the APIService with the testbed CA to verify the agent's certificate.
+METRICS_SERVICE=tandem-custom-metrics
+METRICS_PORT=10260
+apply_aggregation() {
+  local ca
+  ca=$(base64 -w0 <"$PKI/ca.crt")
+  kapi POST /api/v1/namespaces/kube-system/services "$(jq -n --arg n "$METRICS_SERVICE" --argjson p "$METRICS_PORT" \
+    '{apiVersion: "v1", kind: "Service", metadata: {name: $n}, spec: {ports: [{port: 443, targetPort: $p}]}}')" >/dev/null &&
+    kapi POST /api/v1/namespaces/kube-system/endpoints "$(jq -n --arg n "$METRICS_SERVICE" --arg ip "$POD_GATEWAY" \
+      --argjson p "$METRICS_PORT" '{apiVersion: "v1", kind: "Endpoints", metadata: {name: $n},
+        subsets: [{addresses: [{ip: $ip}], ports: [{port: $p}]}]}')" >/dev/null &&
+    kapi POST /apis/apiregistration.k8s.io/v1/apiservices "$(jq -n --arg n "$METRICS_SERVICE" --arg ca "$ca" \
+      '{apiVersion: "apiregistration.k8s.io/v1", kind: "APIService", metadata: {name: "v1beta1.custom.metrics.k8s.io"},
+        spec: {group: "custom.metrics.k8s.io", version: "v1beta1", groupPriorityMinimum: 100, versionPriority: 100,
+          caBundle: $ca, service: {namespace: "kube-system", name: $n, port: 443}}}')" >/dev/null ||
+    die "could not register the custom metrics API"
+  log "custom metrics API: APIService v1beta1.custom.metrics.k8s.io -> $POD_GATEWAY:$METRICS_PORT (node agent)"
+}

@@ -60,6 +60,11 @@ start_apiserver() {
     --kubelet-preferred-address-types=InternalIP \
     --enable-admission-plugins=NodeRestriction \
     --endpoint-reconciler-type=none \
+    --requestheader-client-ca-file="$PKI/ca.crt" --requestheader-allowed-names=front-proxy-client \
+    --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+    --requestheader-extra-headers-prefix=X-Remote-Extra- \
+    --proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key" \
+    --enable-aggregator-routing=true \
     --cert-dir="$RUN/apiserver-certs"
   wait_for 90 "kube-apiserver /readyz" "etcd kube-apiserver" api_ready
 }
@@ -88,7 +93,8 @@ start_controllers() {
     --use-service-account-credentials=true \
     --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
     --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
-    --controllers='*,-nodeipam,-service,-route,-cloud-node-lifecycle'
+    --controllers='*,-nodeipam,-service,-route,-cloud-node-lifecycle' \
+    --horizontal-pod-autoscaler-sync-period=3s
   start_daemon kube-scheduler "$K8S_BIN/kube-scheduler" \
     --kubeconfig="$RUN/kubeconfig/scheduler" \
     --authentication-kubeconfig="$RUN/kubeconfig/scheduler" --authorization-kubeconfig="$RUN/kubeconfig/scheduler" \
@@ -100,7 +106,9 @@ start_agent() {
   start_daemon node-agent "$PYTHON" -B -u "$AGENT_DIR/node_agent.py" \
     --server "$SERVER" --ca "$PKI/ca.crt" --node-tokens "$PKI/node-tokens" \
     --cert "$PKI/kubelet.crt" --key "$PKI/kubelet.key" --client-ca "$PKI/ca.crt" \
-    --port "$AGENT_PORT" --state-dir "$RUN/agent"
+    --port "$AGENT_PORT" --state-dir "$RUN/agent" \
+    --metrics-address "$POD_GATEWAY" --metrics-port "$METRICS_PORT" \
+    --metrics-cert "$PKI/metrics.crt" --metrics-key "$PKI/metrics.key"
 }
 
 write_env() {
@@ -125,6 +133,7 @@ K8S_NAMESPACE=$NAMESPACE
 K8S_UPLOAD_CACHE_CLAIM=$UPLOAD_CACHE_CLAIM
 K8S_POD_NETWORK=$POD_NETWORK
 K8S_POD_GATEWAY=$POD_GATEWAY
+K8S_CUSTOM_METRICS_FILE=$RUN/agent/custom-metrics.json
 K8S_UPLOAD_CACHE_DIR=$RUN/volumes/upload-cache
 K8S_SERVICE_ACCOUNT=tandem
 K8S_VERSION=$("$K8S_BIN/kube-apiserver" --version | awk '{print $2}')
@@ -179,6 +188,7 @@ cmd_up() {
   apply_rbac
   apply_storage
   pod_bridge_up
+  apply_aggregation
   start_agent
   wait_ready
   write_env
