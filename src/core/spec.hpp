@@ -104,6 +104,33 @@ struct ResourceOption {
     std::string label; // "H100:8", "any_of[1] A100:8", for plan output
 };
 
+// SkyPilot's `service:` section (sky serve): a task run as replicas behind one endpoint. On Kubernetes
+// tandem makes it a Deployment, a Service and, with a replica_policy, a HorizontalPodAutoscaler
+// (backends/k8s/serve_manifests.hpp). Defaults are SkyPilot's (sky/serve/service_spec.py, constants.py).
+struct ReadinessProbe {
+    std::string path = "/";               // starts with '/'
+    std::int64_t initial_delay_seconds = 1200;
+    std::int64_t timeout_seconds = 15;
+    std::optional<nlohmann::json> post_data; // a POST probe with this JSON body; nullopt: GET
+    std::vector<std::pair<std::string, std::string>> headers; // in file order
+};
+
+struct ServiceSpec {
+    ReadinessProbe readiness_probe;
+    int min_replicas = 1;                 // `replicas: N` or replica_policy.min_replicas
+    std::optional<int> max_replicas;      // set (and > min) only with target_qps_per_replica
+    std::optional<double> target_qps_per_replica;
+    std::int64_t upscale_delay_seconds = 300;    // SkyPilot's defaults
+    std::int64_t downscale_delay_seconds = 1200;
+    bool has_replica_policy = false;      // written as replica_policy (not `replicas:`)
+    std::optional<int> port;              // service.ports; else the single port of resources.ports
+    std::optional<std::string> load_balancing_policy; // lower case, one of SkyPilot's names
+    // tls: {keyfile, certfile}, resolved to absolute paths of files that exist.
+    std::optional<std::pair<std::string, std::string>> tls;
+    // The port the replicas serve on: `port`, else resources.ports when it names exactly one port.
+    std::optional<int> serving_port(const Resources& resources) const;
+};
+
 struct TaskSpec {
     std::string source_file; // for messages
     std::string name;
@@ -129,6 +156,8 @@ struct TaskSpec {
     // which the group's address book reaches this member; its wrapper waits for the book before setup
     // (core/job_group.hpp). Empty: not a member, or a pipeline stage (no addresses to wait for).
     std::string group_channel;
+    // The `service:` section; nullopt for a job (launch refuses a task with one: `tandem serve up`).
+    std::optional<ServiceSpec> service;
 
     // The concrete options the planner chooses among, in preference order.
     std::vector<ResourceOption> options() const;

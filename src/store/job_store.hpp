@@ -59,6 +59,19 @@ struct Move {
     std::string submit_token; // the token of the next submit
 };
 
+// A service (`tandem serve up`): which cluster and namespace hold it. The cluster holds its state
+// (Deployment, Service, HPA); the store remembers only where to ask, and the spec it was last given.
+struct ServiceRecord {
+    std::string name;           // unique among this store's services (a DNS-1123 label)
+    std::string cluster;        // configured cluster name ("lab", "k8s/prod")
+    std::string backend;        // "kubernetes"
+    std::string namespace_name;
+    std::int64_t created_at = 0;
+    std::int64_t updated_at = 0;
+    int version = 1;            // 1 at `serve up`, +1 at each `serve update`
+    std::string spec_json;      // to_redacted_json of the task (no secret values)
+};
+
 // One connection. Not for sharing between threads without a lock: each thread or process opens its own,
 // and SQLite's file locking (with the busy timeout) keeps them consistent.
 class JobStore {
@@ -99,6 +112,17 @@ public:
     // The earlier attempts of a job, oldest first (empty for a job that never moved).
     Result<std::vector<Attempt>> attempts(std::int64_t id);
     Result<std::vector<JobRecord>> list(const JobFilter& filter); // sorted by id
+
+    // Services. insert_service returns false (and changes nothing) when the name is taken.
+    Result<bool> insert_service(const ServiceRecord& service);
+    Result<std::optional<ServiceRecord>> get_service(const std::string& name);
+    Result<std::vector<ServiceRecord>> list_services(); // sorted by name
+    // `serve update`: the new version and spec (only while the row's version is `expected_version`;
+    // false when it is not, or the service is gone).
+    Result<bool> update_service(const std::string& name, int expected_version, int version,
+                                const std::string& spec_json, std::int64_t now);
+    // `serve down`: false when there was no such service.
+    Result<bool> remove_service(const std::string& name);
 
 private:
     JobStore(sqlite3* db, std::string path);
