@@ -32,6 +32,8 @@ constexpr CommandEntry k_commands[] = {
     {"shell", "Open an interactive shell on a running job's node", setup_shell},
     {"attach", "Follow a running job's output live until it ends, with its exit code", setup_attach},
     {"cancel", "Cancel jobs", setup_cancel},
+    {"serve", "Run a `service:` task as replicas behind one endpoint (Kubernetes): up, status, logs, update, down",
+     setup_serve},
     {"plan", "Dry run: show where a task would run, why, and what would be submitted", setup_plan},
     {"check", "Check that each configured cluster is reachable and accepts our credentials", setup_check},
     {"infra", "Show clusters, pools and free/total GPUs", setup_infra},

@@ -103,6 +103,11 @@ Result<int> launch(Context& ctx, const LaunchFlags& flags) {
         return launch_group(ctx, std::move(*loaded->group),
                             GroupLaunchOptions{flags.detach, flags.wait, flags.json, flags.pending_timeout});
     }
+    if (loaded->task->service) {
+        return fail(ErrorKind::invalid_spec,
+                    fmt::format("{}: the task has a `service:` section: it is a service, not a job", flags.spec.file),
+                    fmt::format("tandem serve up {} starts it", flags.spec.file));
+    }
     auto planned = plan_loaded_task(ctx, std::move(*loaded->task), std::chrono::seconds(30));
     if (!planned) {
         return tl::unexpected(planned.error());

@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "cli/groups.hpp"
 #include "cli/output.hpp"
+#include "cli/services.hpp"
 #include "cli/status_watch.hpp"
 
 namespace tandem::cli {
@@ -186,6 +187,15 @@ Result<int> status(Context& ctx, const StatusFlags& flags) {
         }
         return job_exit_code(views.front()); // a group's row holds its outcome (the primaries')
     }
+    // Services stand beside the jobs when the listing is not narrowed to some jobs.
+    std::vector<ServiceRow> services;
+    if (filter.ids.empty() && !flags.cluster && !flags.name && !flags.state && !flags.no_refresh) {
+        auto rows = service_rows(ctx, "", false);
+        if (!rows) {
+            return tl::unexpected(rows.error());
+        }
+        services = std::move(*rows);
+    }
     if (flags.json) {
         auto arr = nlohmann::json::array();
         for (const auto& v : views) {
@@ -193,6 +203,13 @@ Result<int> status(Context& ctx, const StatusFlags& flags) {
         }
         nlohmann::json out;
         out["jobs"] = std::move(arr); // an initializer list would copy 10,000 objects
+        if (!services.empty()) {
+            auto list = nlohmann::json::array();
+            for (const auto& r : services) {
+                list.push_back(service_json(r));
+            }
+            out["services"] = std::move(list);
+        }
         if (!flags.watch) {
             print_json(out);
             return exit_code::ok;
@@ -205,8 +222,12 @@ Result<int> status(Context& ctx, const StatusFlags& flags) {
         });
         return watched ? Result<int>(exit_code::ok) : tl::unexpected(watched.error());
     }
+    const std::string services_text = services.empty() ? "" : service_table(services, now).render();
     if (views.empty()) {
         note(flags.all ? "No jobs." : "No active or recent jobs (see --all).");
+        if (!services_text.empty()) {
+            print_stdout(services_text);
+        }
         return exit_code::ok;
     }
     Table table({"ID", "NAME", "CLUSTER", "STATE", "REASON", "GPUS", "AGE", "DURATION"});
@@ -229,7 +250,7 @@ Result<int> status(Context& ctx, const StatusFlags& flags) {
             }
         }
     }
-    print_stdout(table.render() + history_text(history));
+    print_stdout(table.render() + history_text(history) + (services_text.empty() ? "" : "\n" + services_text));
     if (!flags.watch) {
         return exit_code::ok;
     }
@@ -245,7 +266,8 @@ void setup_status(CLI::App& command, Action& action) {
     auto flags = std::make_shared<StatusFlags>();
     command.add_option("JOB", flags->jobs, "Job ids (default: active jobs and those ended in the last 24h)");
     command.add_flag("-a,--all", flags->all, "Every job ever recorded");
-    command.add_flag("--json", flags->json, "JSON on stdout: {\"jobs\": [...]} (see README)");
+    command.add_flag("--json", flags->json,
+                     "JSON on stdout: {\"jobs\": [...]} and, when there are any, \"services\": [...] (see README)");
     command.add_flag(
         "--exit-code", flags->exit_code,
         "Exit with the job's outcome as a code (0 succeeded, its own code if it failed, 101 not finished)");

@@ -29,6 +29,7 @@ void setup_complete_helper(CLI::App& command, Action& action);
 // The words after `--` of `tandem exec JOB -- CMD...`, taken off the command line before parsing.
 void set_exec_command_tail(std::vector<std::string> words);
 void setup_cancel(CLI::App& command, Action& action);
+void setup_serve(CLI::App& command, Action& action);
 void setup_plan(CLI::App& command, Action& action);
 void setup_check(CLI::App& command, Action& action);
 void setup_infra(CLI::App& command, Action& action);

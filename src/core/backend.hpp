@@ -17,6 +17,7 @@
 #include "core/inventory.hpp"
 #include "core/job.hpp"
 #include "core/planner.hpp"
+#include "core/service.hpp"
 #include "core/spec.hpp"
 
 namespace tandem {
@@ -119,6 +120,45 @@ public:
         (void)io;
         return fail(ErrorKind::invalid_spec, cluster() + ": attach is not supported on this backend",
                     fmt::format("tandem logs -f {} follows the job's output", job.id));
+    }
+
+    // Services (`tandem serve`, core/service.hpp); only Kubernetes serves. serve_up creates the native
+    // objects of `spec` (which has a `service:` section) as `ref` (an empty namespace: the cluster's)
+    // (ServeOutcome); serve_update rolls the running service to `spec` as `version`.
+    virtual Result<ServeOutcome> serve_up(const TaskSpec& spec, const Placement& placement,
+                                                      const ServiceRef& ref) {
+        (void)spec;
+        (void)placement;
+        (void)ref;
+        return fail(ErrorKind::invalid_spec, cluster() + ": services run on Kubernetes clusters only");
+    }
+    virtual Result<ServeOutcome> serve_update(const TaskSpec& spec, const Placement& placement,
+                                                          const ServiceRef& ref, int version) {
+        (void)spec;
+        (void)placement;
+        (void)ref;
+        (void)version;
+        return fail(ErrorKind::invalid_spec, cluster() + ": services run on Kubernetes clusters only");
+    }
+    // One view per service, in order, from one request per kind of object; with `replicas`, each view
+    // lists its pods.
+    virtual Result<std::vector<ServiceView>> serve_status(const std::vector<ServiceRef>& services,
+                                                          bool replicas) {
+        (void)services;
+        (void)replicas;
+        return fail(ErrorKind::invalid_spec, cluster() + ": services run on Kubernetes clusters only");
+    }
+    // Removes every object of the service; true when something was there.
+    virtual Result<bool> serve_down(const ServiceRef& ref) {
+        (void)ref;
+        return fail(ErrorKind::invalid_spec, cluster() + ": services run on Kubernetes clusters only");
+    }
+    // Every replica's output, each line prefixed "[replica K] "; with follow, until the reader stops.
+    virtual Status serve_logs(const ServiceRef& ref, const LogOptions& options, const LogSink& sink) {
+        (void)ref;
+        (void)options;
+        (void)sink;
+        return fail(ErrorKind::invalid_spec, cluster() + ": services run on Kubernetes clusters only");
     }
 
     // Removes what publish() left on the cluster once the group has ended (nothing where the channel goes

@@ -131,6 +131,10 @@ bool has_max_cost(const TaskSpec&, const Resources& r) {
 bool has_priority(const TaskSpec&, const Resources& r) {
     return has_hint(r, "priority");
 }
+bool has_service(const TaskSpec& spec, const Resources&) {
+    return spec.service.has_value();
+}
+
 bool has_priority_class(const TaskSpec&, const Resources& r) {
     return has_hint(r, "priority_class");
 }
@@ -140,7 +144,12 @@ constexpr std::string_view k_ends_by_itself =
     "a tandem job ends when its run ends; nothing stays up to stop or tear down";
 
 // Rows are in the order their errors are reported (the planner shows the first ones).
-const std::array<FieldRule, 19> k_rules{{
+const std::array<FieldRule, 20> k_rules{{
+    {"service",
+     has_service,
+     {"services run on Kubernetes (a Deployment behind a Service); this machine runs jobs",
+      "services run on Kubernetes (a Deployment behind a Service); Slurm runs batch jobs", k_yes},
+     {}},
     {"resources.use_spot",
      uses_spot,
      {"local has no spot capacity", "Spot instances are not supported in Slurm.",

@@ -13,6 +13,8 @@ using U = KeyUse;
 
 constexpr std::string_view k_cloud_config =
     "is addressed to a cloud tandem never runs on; it has no effect on slurm, k8s or local";
+constexpr std::string_view k_spot_fallback =
+    "spot/on-demand fallback has no meaning on Kubernetes: replicas run on the cluster's nodes";
 constexpr std::string_view k_global =
     "is a SkyPilot global setting (~/.sky/config.yaml), not a task setting; tandem's clusters are set up "
     "in its own config.yaml";
@@ -30,7 +32,7 @@ const std::vector<SkyKey> k_keys{
     {"", "run", U::handled, {}},
     {"", "config", U::handled, {}},
     {"", "api_server_access", U::handled, {}}, // false is fine; true needs a SkyPilot API server
-    {"", "service", U::not_yet, "SkyPilot services (sky serve)"},
+    {"", "service", U::handled, {}}, // `tandem serve`; service_parser.cpp
     {"", "pool", U::not_yet, "SkyPilot worker pools"},
     {"", "event_callback", U::not_yet, "event callbacks"},
     {"", "volumes", U::not_yet, "SkyPilot volumes"},
@@ -76,6 +78,39 @@ const std::vector<SkyKey> k_keys{
     {"resources", "_is_image_managed", U::internal, {}},
     {"resources", "_requires_fuse", U::internal, {}},
     {"resources", "_cluster_config_overrides", U::internal, {}},
+
+    // ---- service (get_service_schema, sky/serve/service_spec.py) ----
+    {"service", "readiness_probe", U::handled, {}},
+    {"service", "pool", U::handled, {}}, // false is fine; true (a worker pool) not yet
+    {"service", "replica_policy", U::handled, {}},
+    {"service", "ports", U::handled, {}},
+    {"service", "replicas", U::handled, {}},
+    {"service", "workers", U::not_yet, "SkyPilot worker pools"},
+    {"service", "load_balancing_policy", U::handled, {}},
+    {"service", "tls", U::handled, {}},
+
+    // ---- service.readiness_probe (its mapping form) ----
+    {"service.readiness_probe", "path", U::handled, {}},
+    {"service.readiness_probe", "initial_delay_seconds", U::handled, {}},
+    {"service.readiness_probe", "timeout_seconds", U::handled, {}},
+    {"service.readiness_probe", "post_data", U::handled, {}},
+    {"service.readiness_probe", "headers", U::handled, {}},
+
+    // ---- service.replica_policy ----
+    {"service.replica_policy", "min_replicas", U::handled, {}},
+    {"service.replica_policy", "max_replicas", U::handled, {}},
+    {"service.replica_policy", "target_qps_per_replica", U::handled, {}}, // one number; per accelerator: not yet
+    {"service.replica_policy", "upscale_delay_seconds", U::handled, {}},
+    {"service.replica_policy", "downscale_delay_seconds", U::handled, {}},
+    {"service.replica_policy", "num_overprovision", U::not_yet, "overprovisioned replicas"},
+    {"service.replica_policy", "dynamic_ondemand_fallback", U::cloud_only, k_spot_fallback},
+    {"service.replica_policy", "base_ondemand_fallback_replicas", U::cloud_only, k_spot_fallback},
+    {"service.replica_policy", "spot_placer", U::cloud_only, k_spot_fallback},
+    {"service.replica_policy", "cost_rebalance", U::cloud_only, k_spot_fallback},
+
+    // ---- service.tls ----
+    {"service.tls", "keyfile", U::handled, {}},
+    {"service.tls", "certfile", U::handled, {}},
 
     // ---- config: what a task may override (OVERRIDEABLE_CONFIG_KEYS_IN_TASK), tandem's own keys, and
     // the rest of SkyPilot's global config, refused precisely ----

@@ -1,5 +1,7 @@
 #include "core/spec.hpp"
 
+#include <charconv>
+
 #include <fmt/format.h>
 
 #include "core/quantity.hpp"
@@ -40,6 +42,22 @@ SourceLoc TaskSpec::location_of(const std::string& path) const {
     return SourceLoc{source_file, 1, 1};
 }
 
+std::optional<int> ServiceSpec::serving_port(const Resources& resources) const {
+    if (port) {
+        return port;
+    }
+    if (resources.ports.size() != 1) {
+        return std::nullopt;
+    }
+    const std::string& text = resources.ports.front(); // "8080", or a range "8000-8010"
+    int value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 1 || value > 65535) {
+        return std::nullopt;
+    }
+    return value;
+}
+
 namespace {
 
 nlohmann::json resources_json(const Resources& r) {
@@ -76,6 +94,49 @@ nlohmann::json resources_json(const Resources& r) {
     }
     if (r.use_spot) {
         j["use_spot"] = *r.use_spot;
+    }
+    return j;
+}
+
+// In SkyPilot's shape (readiness_probe, replicas or replica_policy ...). Header values may carry tokens:
+// names only.
+nlohmann::json service_json(const ServiceSpec& s) {
+    const ReadinessProbe& p = s.readiness_probe;
+    nlohmann::json probe{{"path", p.path},
+                         {"initial_delay_seconds", p.initial_delay_seconds},
+                         {"timeout_seconds", p.timeout_seconds}};
+    if (p.post_data) {
+        probe["post_data"] = *p.post_data;
+    }
+    if (!p.headers.empty()) {
+        probe["headers"] = nlohmann::json::object();
+        for (const auto& [name, value] : p.headers) {
+            probe["headers"][name] = "<redacted>";
+        }
+    }
+    nlohmann::json j{{"readiness_probe", std::move(probe)}};
+    if (s.has_replica_policy) {
+        nlohmann::json policy{{"min_replicas", s.min_replicas},
+                              {"upscale_delay_seconds", s.upscale_delay_seconds},
+                              {"downscale_delay_seconds", s.downscale_delay_seconds}};
+        if (s.max_replicas) {
+            policy["max_replicas"] = *s.max_replicas;
+        }
+        if (s.target_qps_per_replica) {
+            policy["target_qps_per_replica"] = *s.target_qps_per_replica;
+        }
+        j["replica_policy"] = std::move(policy);
+    } else {
+        j["replicas"] = s.min_replicas;
+    }
+    if (s.port) {
+        j["ports"] = *s.port;
+    }
+    if (s.load_balancing_policy) {
+        j["load_balancing_policy"] = *s.load_balancing_policy;
+    }
+    if (s.tls) {
+        j["tls"] = {{"keyfile", s.tls->first}, {"certfile", s.tls->second}};
     }
     return j;
 }
@@ -137,6 +198,9 @@ nlohmann::json to_redacted_json(const TaskSpec& spec) {
     }
     if (spec.pending_timeout_seconds) {
         j["config"]["pending_timeout"] = *spec.pending_timeout_seconds;
+    }
+    if (spec.service) {
+        j["service"] = service_json(*spec.service);
     }
     return j;
 }

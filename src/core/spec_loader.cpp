@@ -18,6 +18,7 @@
 #include "core/quantity.hpp"
 #include "core/config_section_parser.hpp"
 #include "core/resources_parser.hpp"
+#include "core/service_parser.hpp"
 #include "core/value_checks.hpp"
 #include "core/spec_parse_detail.hpp"
 #include "core/yaml_walker.hpp"
@@ -34,7 +35,8 @@ using detail::YamlWalker;
 
 class SpecWalker {
 public:
-    SpecWalker(YamlWalker& w, ParsedSpec& out) : m_w(w), m_out(out), m_spec(out.spec) {}
+    SpecWalker(YamlWalker& w, ParsedSpec& out, const LoadOptions& options)
+        : m_w(w), m_out(out), m_spec(out.spec), m_options(options) {}
 
     void top(const YAML::Node& root) {
         for (const auto& [key, value] : m_w.entries(root, "")) {
@@ -77,6 +79,8 @@ public:
                 }
             } else if (k == "config") {
                 detail::parse_config_section(m_w, value, m_spec);
+            } else if (k == "service") {
+                detail::parse_service_section(m_w, value, m_spec, m_options.base_dir);
             }
         }
     }
@@ -158,6 +162,7 @@ private:
     YamlWalker& m_w;
     ParsedSpec& m_out;
     TaskSpec& m_spec;
+    const LoadOptions& m_options;
 };
 
 std::string default_name(const std::string& file) {
@@ -362,7 +367,7 @@ SpecLoad load_spec_root(const YAML::Node& root, const std::string& file_name, co
     ParsedSpec parsed;
     parsed.spec.source_file = file_name;
     try {
-        SpecWalker(walker, parsed).top(root);
+        SpecWalker(walker, parsed, options).top(root);
     } catch (const YAML::Exception& e) {
         diags.push_back(Diagnostic{walker.loc(e.mark), "", "invalid YAML: " + e.msg});
         return result;

@@ -77,6 +77,18 @@ constexpr std::array k_migrations{
     Migration{4, R"sql(
         ALTER TABLE jobs ADD COLUMN submit_token TEXT NOT NULL DEFAULT '';
     )sql", "submit_token"},
+    // Services (`tandem serve`): where each one runs, and the spec it was last given.
+    Migration{5, R"sql(
+        CREATE TABLE IF NOT EXISTS services(
+            name TEXT PRIMARY KEY,
+            cluster TEXT NOT NULL,
+            backend TEXT NOT NULL,
+            namespace TEXT NOT NULL DEFAULT '',
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            version INTEGER NOT NULL DEFAULT 1,
+            spec_json TEXT NOT NULL);
+    )sql"},
 };
 static_assert(k_migrations.back().version == k_schema_version, "every schema version needs its migration");
 
@@ -111,7 +123,7 @@ Status refuse_foreign(sqlite3* db, const std::string& path) {
     sqlite3_stmt* raw = nullptr;
     const char* others = "SELECT count(*), group_concat(name, ', ') FROM (SELECT name FROM sqlite_master "
                          "WHERE type IN ('table', 'view') AND name NOT IN ('jobs', 'job_attempts', "
-                         "'schema_version', 'sqlite_sequence') ORDER BY name)";
+                         "'services', 'schema_version', 'sqlite_sequence') ORDER BY name)";
     if (sqlite3_prepare_v2(db, others, -1, &raw, nullptr) != SQLITE_OK) {
         sqlite3_finalize(raw);
         return fail(ErrorKind::internal,
@@ -127,23 +139,37 @@ Status refuse_foreign(sqlite3* db, const std::string& path) {
                         path, tables.int64_at(0), quoted_names(tables.text_at(1))),
             k_left_untouched);
     }
-    // A jobs table must have (at least) the columns of tandem's first schema.
+    // A jobs table must have (at least) the columns of tandem's first schema, and a services table those
+    // of the schema that added it.
     const char* layout =
         "SELECT (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'jobs'), "
         "(SELECT count(*) FROM pragma_table_info('jobs') WHERE name IN ('id', 'name', "
         "'cluster', 'backend', 'remote_id', 'state', 'submitted_at', 'updated_at', "
-        "'spec_json', 'placement_json'))";
+        "'spec_json', 'placement_json')), "
+        "(SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'services'), "
+        "(SELECT count(*) FROM pragma_table_info('services') WHERE name IN ('name', 'cluster', "
+        "'backend', 'namespace', 'created_at', 'updated_at', 'version', 'spec_json'))";
     if (sqlite3_prepare_v2(db, layout, -1, &raw, nullptr) != SQLITE_OK) {
         sqlite3_finalize(raw);
         return fail(ErrorKind::internal,
                     fmt::format("job store {}: reading its tables: {}", path, sqlite3_errmsg(db)),
                     sqlite_hint(sqlite3_errcode(db)));
     }
-    Stmt jobs(raw);
-    if (jobs.step() == SQLITE_ROW && jobs.int64_at(0) == 1 && jobs.int64_at(1) != 10) {
+    Stmt known(raw);
+    if (known.step() != SQLITE_ROW) {
+        return {};
+    }
+    if (known.int64_at(0) == 1 && known.int64_at(1) != 10) {
         return fail(
             ErrorKind::config,
             fmt::format("job store {} is not a tandem job store: its jobs table has another layout", path),
+            k_left_untouched);
+    }
+    if (known.int64_at(2) == 1 && known.int64_at(3) != 8) {
+        return fail(
+            ErrorKind::config,
+            fmt::format("job store {} is not a tandem job store: its services table has another layout",
+                        path),
             k_left_untouched);
     }
     return {};

@@ -5,7 +5,9 @@
 # Sourced by scripts/testbed/k8s after lib.sh and pki.sh.
 
 # What a tandem user may do in $NAMESPACE: run Jobs, read their pods, logs and
-# events, manage the headless Services, Secrets and ConfigMaps a task needs.
+# events, manage the headless Services, Secrets and ConfigMaps a task needs,
+# and serve: Deployments (reading their ReplicaSets), HorizontalPodAutoscalers,
+# the custom metrics they scale on.
 runner_role() {
   jq -n --arg ns "$NAMESPACE" '{
     apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role",
@@ -16,8 +18,12 @@ runner_role() {
       {apiGroups: [""], resources: ["pods/log"], verbs: ["get"]},
       {apiGroups: [""], resources: ["pods/exec", "pods/attach"], verbs: ["get", "create"]},
       {apiGroups: [""], resources: ["events"], verbs: ["get", "list", "watch"]},
-      {apiGroups: [""], resources: ["services", "secrets", "configmaps"], verbs: ["get", "list", "watch", "create", "delete"]},
-      {apiGroups: [""], resources: ["persistentvolumeclaims"], verbs: ["get", "list", "watch"]}
+      {apiGroups: [""], resources: ["services", "secrets", "configmaps"], verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]},
+      {apiGroups: [""], resources: ["persistentvolumeclaims"], verbs: ["get", "list", "watch"]},
+      {apiGroups: ["apps"], resources: ["deployments"], verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]},
+      {apiGroups: ["apps"], resources: ["replicasets"], verbs: ["get", "list", "watch"]},
+      {apiGroups: ["autoscaling"], resources: ["horizontalpodautoscalers"], verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]},
+      {apiGroups: ["custom.metrics.k8s.io"], resources: ["*"], verbs: ["get", "list"]}
     ]}'
 }
 

@@ -244,6 +244,9 @@ Result<JobPlan> K8sBackend::job_plan(const TaskSpec& spec, const Placement& plac
 
 Result<std::string> K8sBackend::render(const TaskSpec& spec, const Placement& placement,
                                        std::int64_t job_id) {
+    if (spec.service) {
+        return render_service(spec, placement);
+    }
     auto plan = job_plan(spec, placement, job_id);
     if (!plan) {
         return tl::unexpected(plan.error());
@@ -323,6 +326,10 @@ json dry_run_pod(const json& job) {
 
 Result<std::string> K8sBackend::submit(const TaskSpec& spec, const Placement& placement,
                                        std::int64_t job_id, const std::string& token) {
+    if (spec.service) {
+        return fail(ErrorKind::invalid_spec, "the task has a `service:` section: it is a service, not a job",
+                    "tandem serve up FILE starts it");
+    }
     auto plan = job_plan(spec, placement, job_id, token);
     if (!plan) {
         return tl::unexpected(plan.error());

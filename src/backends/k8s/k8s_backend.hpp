@@ -16,6 +16,7 @@
 #include "backends/k8s/k8s_settings.hpp"
 #include "backends/k8s/kube_api.hpp"
 #include "backends/k8s/manifests.hpp"
+#include "backends/k8s/serve_manifests.hpp"
 #include "backends/upload/upload_set.hpp"
 #include "core/backend.hpp"
 
@@ -55,6 +56,13 @@ public:
     Status publish(const JobRecord& job, const std::string& channel, const std::string& book) override;
     // The pods of the jobs' namespace through the watch API (k8s_watch.cpp).
     Status watch(const std::vector<JobRecord>& jobs, const WatchSink& sink) override;
+    // Services (k8s_serve.cpp, serve_manifests.hpp; logs in k8s_logs.cpp).
+    Result<ServeOutcome> serve_up(const TaskSpec& spec, const Placement& placement, const ServiceRef& ref) override;
+    Result<ServeOutcome> serve_update(const TaskSpec& spec, const Placement& placement, const ServiceRef& ref,
+                                      int version) override;
+    Result<std::vector<ServiceView>> serve_status(const std::vector<ServiceRef>& services, bool replicas) override;
+    Result<bool> serve_down(const ServiceRef& ref) override;
+    Status serve_logs(const ServiceRef& ref, const LogOptions& options, const LogSink& sink) override;
 
 private:
     Result<ServerFeatures> features();
@@ -78,6 +86,10 @@ private:
     // The running pod of a job's rank and its main container, or why there is none.
     Result<std::pair<std::string, std::string>> running_pod(const JobRecord& job, const std::string& ns,
                                                             const std::string& base, int rank);
+    Result<ServePlan> serve_plan(const TaskSpec& spec, const Placement& placement, const std::string& name,
+                                 int version);
+    // What `plan` shows for a task with `service:`: the service's objects (named after the task).
+    Result<std::string> render_service(const TaskSpec& spec, const Placement& placement);
     Result<JobPlan> job_plan(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
                              const std::string& token = {});
     Status create(const std::string& path, const nlohmann::json& object, const std::string& token,

@@ -2,10 +2,13 @@
 // (pods/{pod}/log, chunked with follow=true), every rank at once with "[rank K] " prefixes when the job has
 // several, waiting while a pod is not running yet.
 
+#include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -14,6 +17,7 @@
 #include "backends/k8s/json_fields.hpp"
 #include "backends/k8s/k8s_backend.hpp"
 #include "backends/k8s/labels.hpp"
+#include "backends/k8s/serve_manifests.hpp"
 
 namespace tandem::k8s {
 
@@ -236,6 +240,92 @@ Status K8sBackend::logs(const JobRecord& job, const LogOptions& options, const L
         if (!r) {
             return r;
         }
+    }
+    return {};
+}
+
+} // namespace tandem::k8s
+
+namespace tandem::k8s {
+
+// `serve logs`: every replica's container log, "[replica K] " before each line, K numbering the pods in
+// the order they were made (1 first). With follow, replicas made later (a scale-up, a rolling update) are
+// picked up as they start, until the reader stops or the service is gone.
+Status K8sBackend::serve_logs(const ServiceRef& ref, const LogOptions& options, const LogSink& sink) {
+    const std::string ns = ref.namespace_name.empty() ? m_settings.namespace_name : ref.namespace_name;
+    const std::string list_path = fmt::format("/api/v1/namespaces/{}/pods?labelSelector={}", ns,
+                                              query_escape(service_selector(ref.name)));
+    std::mutex mutex;
+    std::map<std::string, int> numbers;
+    std::set<std::string> streaming;
+    std::vector<std::thread> threads;
+    std::atomic<bool> stop{false};
+    std::mutex results_mutex;
+    std::optional<Error> first_error;
+    auto stream_pod = [&](const std::string& pod, int number) {
+        LinePrefixer out(sink, mutex, fmt::format("[replica {}] ", number));
+        std::string path = fmt::format("/api/v1/namespaces/{}/pods/{}/log?container=main", ns, pod);
+        if (options.follow) {
+            path += "&follow=true";
+        }
+        if (options.tail_lines) {
+            path += fmt::format("&tailLines={}", *options.tail_lines);
+        }
+        auto streamed = m_api.stream(path, [&](std::string_view piece) { return !stop && out.feed(piece); }, {400, 404});
+        out.finish();
+        if (out.stopped()) {
+            stop = true;
+        }
+        if (!streamed) {
+            std::lock_guard lock(results_mutex);
+            if (!first_error) {
+                first_error = streamed.error();
+            }
+        }
+    };
+    for (bool first = true;; first = false) {
+        auto pods = m_api.call("GET", list_path);
+        if (!pods) {
+            stop = true;
+            for (auto& t : threads) {
+                t.join();
+            }
+            return tl::unexpected(pods.error());
+        }
+        std::vector<json> items(fields::items(pods->body).begin(), fields::items(pods->body).end());
+        std::sort(items.begin(), items.end(), [](const json& a, const json& b) {
+            const auto ca = fields::str_at(a, "metadata", "creationTimestamp");
+            const auto cb = fields::str_at(b, "metadata", "creationTimestamp");
+            return ca != cb ? ca < cb : fields::str_at(a, "metadata", "name") < fields::str_at(b, "metadata", "name");
+        });
+        for (const auto& pod : items) {
+            const auto name = fields::str_at(pod, "metadata", "name");
+            if (numbers.count(name) == 0) {
+                numbers[name] = static_cast<int>(numbers.size()) + 1;
+            }
+            if (streaming.count(name) != 0 || !has_started(pod)) {
+                continue;
+            }
+            streaming.insert(name);
+            if (options.follow) {
+                threads.emplace_back(stream_pod, name, numbers[name]);
+            } else {
+                stream_pod(name, numbers[name]);
+            }
+        }
+        if (!options.follow) {
+            break;
+        }
+        if (stop || (!first && items.empty())) {
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    for (auto& t : threads) {
+        t.join();
+    }
+    if (first_error) {
+        return tl::unexpected(*first_error);
     }
     return {};
 }

@@ -1,5 +1,8 @@
 #include "backends/k8s/k8s_settings.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 #include <fmt/format.h>
 
 #include "core/quantity.hpp"
@@ -59,6 +62,20 @@ Result<K8sSettings> parse_k8s_settings(const ClusterConfig& c, const GetEnv& get
             s.workdir_limit_bytes = static_cast<std::uint64_t>(*n) * 1024 * 1024;
         } else if (key == "upload_cache_claim") {
             s.upload_cache_claim = text;
+        } else if (key == "serve_service_type") {
+            if (text != "ClusterIP" && text != "NodePort" && text != "LoadBalancer") {
+                return tl::unexpected(bad(c, key, "must be ClusterIP, NodePort or LoadBalancer"));
+            }
+            s.serve_service_type = text;
+        } else if (key == "serve_qps_metric") {
+            const bool ok = !text.empty() && text.size() <= 253 &&
+                            std::all_of(text.begin(), text.end(), [](unsigned char ch) {
+                                return std::isalnum(ch) || ch == '_' || ch == '-' || ch == '.' || ch == ':';
+                            });
+            if (!ok) {
+                return tl::unexpected(bad(c, key, "must be a metric name (letters, digits, '_', '-', '.', ':')"));
+            }
+            s.serve_qps_metric = text;
         } else if (key == "upload_wait_seconds") {
             auto n = parse_positive_int(text);
             if (!n) {
@@ -69,7 +86,8 @@ Result<K8sSettings> parse_k8s_settings(const ClusterConfig& c, const GetEnv& get
             return tl::unexpected(bad(c, key,
                                       "unknown setting for a kubernetes cluster (known: context, kubeconfig, "
                                       "namespace, image, ttl_seconds_after_finished, timeout_seconds, "
-                                      "workdir_limit_mb, upload_wait_seconds, upload_cache_claim)"));
+                                      "workdir_limit_mb, upload_wait_seconds, upload_cache_claim, serve_service_type, "
+                                      "serve_qps_metric)"));
         }
     }
     return s;

@@ -11,6 +11,8 @@
 //     workdir_limit_mb: 100          # workdir and file_mounts together, sent to every pod
 //     upload_wait_seconds: 600       # how long launch waits for the pods to take the files
 //     upload_cache_claim: team-cache # a PersistentVolumeClaim (ReadWriteMany) caching uploads by content
+//     serve_service_type: ClusterIP  # a service's Service: ClusterIP, NodePort or LoadBalancer
+//     serve_qps_metric: requests_per_second  # the per-pod custom metric a service's HPA scales on
 //
 // Contexts found in the kubeconfig are clusters `k8s/<context>` without any entry (see context.cpp).
 
@@ -34,6 +36,8 @@ struct K8sSettings {
     std::uint64_t workdir_limit_bytes = std::uint64_t{100} * 1024 * 1024;
     int upload_wait_seconds = 600;
     std::string upload_cache_claim; // empty: every launch sends everything
+    std::string serve_service_type = "ClusterIP";
+    std::string serve_qps_metric = "requests_per_second";
 };
 
 Result<K8sSettings> parse_k8s_settings(const ClusterConfig& cluster, const GetEnv& getenv);

@@ -421,7 +421,7 @@ Status check_pod_config(const json& pod_config) {
     return {};
 }
 
-json job_manifest(const TaskSpec& spec, const JobPlan& plan, std::optional<int> rank) {
+json merged_pod_template(const TaskSpec& spec, const JobPlan& plan, std::optional<int> rank) {
     json tmpl = pod_template(spec, plan, rank);
     if (!spec.kubernetes.pod_config.is_null()) {
         json over = spec.kubernetes.pod_config;
@@ -429,6 +429,11 @@ json job_manifest(const TaskSpec& spec, const JobPlan& plan, std::optional<int> 
         over.erase("kind");
         merge_into(tmpl, over);
     }
+    return tmpl;
+}
+
+json job_manifest(const TaskSpec& spec, const JobPlan& plan, std::optional<int> rank) {
+    json tmpl = merged_pod_template(spec, plan, rank);
     json job_spec = {{"backoffLimit", spec.kubernetes.backoff_limit.value_or(plan.backoff_limit)},
                      {"template", tmpl}};
     if (plan.indexed && plan.num_nodes > 1) {
@@ -578,22 +583,11 @@ Result<Manifests> render_manifests(const TaskSpec& spec, const JobPlan& plan, bo
     }
     Manifests m;
     if (!spec.secrets.empty()) {
-        json data = json::object();
-        for (const auto& [name, value] : spec.secrets) {
-            if (!is_secret_key(name)) {
-                return refuse(
-                    fmt::format("secrets.{}: not a valid Secret key (letters, digits, '-', '_', '.')", name));
-            }
-            data[name] = mask_secrets ? std::string("<redacted>") : value;
+        auto secret = secret_manifest(spec, plan, mask_secrets);
+        if (!secret) {
+            return tl::unexpected(secret.error());
         }
-        m.secret = json{{"apiVersion", "v1"},
-                        {"kind", "Secret"},
-                        {"metadata",
-                         {{"name", plan.base_name + "-secrets"},
-                          {"namespace", plan.namespace_name},
-                          {"labels", labels_of(spec, plan, std::nullopt)}}},
-                        {"type", "Opaque"},
-                        {"stringData", data}};
+        m.secret = std::move(*secret);
     }
     if (plan.num_nodes > 1 && !plan.indexed) {
         for (int r = 0; r < plan.num_nodes; ++r) {
@@ -617,6 +611,43 @@ Result<Manifests> render_manifests(const TaskSpec& spec, const JobPlan& plan, bo
     return m;
 }
 
+Result<json> task_pod_template(const TaskSpec& spec, const JobPlan& plan) {
+    if (auto ok = check_pod_config(spec.kubernetes.pod_config); !ok) {
+        return tl::unexpected(ok.error());
+    }
+    return merged_pod_template(spec, plan, std::nullopt);
+}
+
+Result<json> secret_manifest(const TaskSpec& spec, const JobPlan& plan, bool mask_secrets) {
+    json data = json::object();
+    for (const auto& [name, value] : spec.secrets) {
+        if (!is_secret_key(name)) {
+            return refuse(fmt::format("secrets.{}: not a valid Secret key (letters, digits, '-', '_', '.')", name));
+        }
+        data[name] = mask_secrets ? std::string("<redacted>") : value;
+    }
+    return json{{"apiVersion", "v1"},
+                {"kind", "Secret"},
+                {"metadata",
+                 {{"name", plan.base_name + "-secrets"},
+                  {"namespace", plan.namespace_name},
+                  {"labels", labels_of(spec, plan, std::nullopt)}}},
+                {"type", "Opaque"},
+                {"stringData", data}};
+}
+
+std::string to_yaml_documents(const std::vector<const json*>& docs) {
+    std::string out;
+    for (const auto* doc : docs) {
+        YAML::Emitter e;
+        emit(e, *doc);
+        out += "---\n";
+        out += e.c_str();
+        out += '\n';
+    }
+    return out;
+}
+
 std::string to_yaml(const Manifests& manifests) {
     std::vector<const json*> docs;
     if (manifests.secret) {
@@ -628,15 +659,7 @@ std::string to_yaml(const Manifests& manifests) {
     if (manifests.service) {
         docs.push_back(&*manifests.service);
     }
-    std::string out;
-    for (const auto* doc : docs) {
-        YAML::Emitter e;
-        emit(e, *doc);
-        out += "---\n";
-        out += e.c_str();
-        out += '\n';
-    }
-    return out;
+    return to_yaml_documents(docs);
 }
 
 json group_book_configmap(const std::string& base_name, const std::string& channel, const std::string& book) {

@@ -110,6 +110,12 @@ Result<Manifests> render_manifests(const TaskSpec& spec, const JobPlan& plan, bo
 
 // The manifests as one multi-document YAML text, in creation order, for `tandem plan`.
 std::string to_yaml(const Manifests& manifests);
+std::string to_yaml_documents(const std::vector<const nlohmann::json*>& docs);
+
+// The pod template of `plan`'s single Job, pod_config merged (what a service's Deployment runs), and the
+// Secret of the task's `secrets:` (named "<base>-secrets"): the pieces serve_manifests.cpp reuses.
+Result<nlohmann::json> task_pod_template(const TaskSpec& spec, const JobPlan& plan);
+Result<nlohmann::json> secret_manifest(const TaskSpec& spec, const JobPlan& plan, bool mask_secrets);
 
 // A Job's name for rank `rank` of `plan` (the base name itself for a single or Indexed Job).
 std::string job_name(const JobPlan& plan, int rank);

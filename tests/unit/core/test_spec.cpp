@@ -440,9 +440,9 @@ TEST_CASE("SkyPilot's keys are never unknown: honoured, noted as ignored, or ref
     CHECK(s.slurm.time == "1:00:00"); // folded from sbatch_options
     CHECK(s.slurm.sbatch_options ==
           std::vector<std::pair<std::string, std::string>>{{"exclusive", ""}, {"mail-type", "END"}});
-    auto errs = errors_of("service: {readiness_probe: /}\nconfig:\n  kubernetes: {networking: nodeport}\n"
+    auto errs = errors_of("pool: {workers: 2}\nconfig:\n  kubernetes: {networking: nodeport}\n"
                           "  slurm: {sbatch_options: {output: x.log}}\nrun: x\n");
-    CHECK(contains(errs, "task.yaml:1:1: service: is a SkyPilot feature tandem does not support yet"));
+    CHECK(contains(errs, "task.yaml:1:1: pool: is a SkyPilot feature tandem does not support yet"));
     CHECK(contains(errs, "config.kubernetes.networking: is a SkyPilot global setting"));
     CHECK(contains(errs, "config.slurm.sbatch_options.output: --output is set by tandem from the task"));
 }

@@ -489,7 +489,7 @@ TEST_CASE("a schema 3 store gains the submit token column and keeps its rows") {
     REQUIRE(raw_exec(path, "ALTER TABLE jobs DROP COLUMN submit_token; UPDATE schema_version SET version = 3") ==
             SQLITE_OK);
     auto store = open_ok(path);
-    CHECK(raw_int(path, "SELECT version FROM schema_version") == 4);
+    CHECK(raw_int(path, "SELECT version FROM schema_version") == k_schema_version);
     auto jobs = store->list({});
     REQUIRE(jobs);
     REQUIRE(jobs->size() == 1);

@@ -1,0 +1,515 @@
+// `tandem serve up|status|logs|update|down`: SkyPilot's `service:` tasks as native Kubernetes objects
+// (backends/k8s/serve_manifests.hpp). The store records which cluster and namespace hold a service; its
+// state is read from the cluster each time (nothing of tandem's keeps running).
+
+#include <map>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "cli/output.hpp"
+#include "cli/services.hpp"
+#include "cli/task_planning.hpp"
+
+namespace tandem::cli {
+
+namespace {
+
+struct ServeFlags {
+    SpecFlags spec;
+    std::string name;
+    bool json = false;
+    bool wait = false;
+    int timeout_seconds = 900;
+    bool follow = false;
+    std::optional<int> tail;
+};
+
+// A service name as Kubernetes takes it; `-n` must already be one, a task's name is made one.
+Result<std::string> service_name(const ServeFlags& flags, const TaskSpec& spec) {
+    if (!flags.name.empty()) {
+        auto made = service_object_name(flags.name);
+        if (!made || *made != flags.name) {
+            return fail(ErrorKind::usage,
+                        fmt::format("'{}' is not a service name: lower-case letters, digits and '-', starting with "
+                                    "a letter, at most 50 characters",
+                                    flags.name));
+        }
+        return flags.name;
+    }
+    auto made = service_object_name(spec.name);
+    if (!made) {
+        return fail(ErrorKind::usage, fmt::format("the task's name '{}' gives no service name", spec.name),
+                    "name it with -n NAME");
+    }
+    return *made;
+}
+
+Result<TaskSpec> load_service_task(Context& ctx, const SpecFlags& flags) {
+    auto spec = load_task(ctx, flags);
+    if (!spec) {
+        return tl::unexpected(spec.error());
+    }
+    if (!spec->service) {
+        return fail(ErrorKind::invalid_spec, fmt::format("{}: the task has no `service:` section", flags.file),
+                    fmt::format("tandem launch {} runs it as a job", flags.file));
+    }
+    return spec;
+}
+
+Result<store::ServiceRecord> find_service(Context& ctx, const std::string& name) {
+    auto store = ctx.store();
+    if (!store) {
+        return tl::unexpected(store.error());
+    }
+    auto found = (*store)->get_service(name);
+    if (!found) {
+        return tl::unexpected(found.error());
+    }
+    if (!*found) {
+        return fail(ErrorKind::not_found, fmt::format("no service named '{}'", name),
+                    "tandem serve status lists the services");
+    }
+    return **found;
+}
+
+ServiceRef ref_of(const store::ServiceRecord& r) {
+    return ServiceRef{r.name, r.namespace_name};
+}
+
+// Polls the service until it is READY on `version` (every replica of that version ready), it is clearly
+// failing, or the timeout passes. Progress on stderr.
+Result<int> wait_ready(Context& ctx, const std::string& name, int version, int timeout_seconds) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
+    std::string last;
+    for (;;) {
+        auto rows = service_rows(ctx, name, false);
+        if (!rows) {
+            return tl::unexpected(rows.error());
+        }
+        if (rows->empty()) {
+            return fail(ErrorKind::not_found, fmt::format("service '{}' is gone", name));
+        }
+        const auto& v = rows->front().view;
+        const std::string line = fmt::format("tandem: service {}: {} ({}/{} ready){}", name, v.status, v.ready,
+                                             v.desired, v.reason.empty() ? "" : ": " + v.reason);
+        if (line != last && !rows->front().unreachable) {
+            note(line);
+            last = line;
+        }
+        if (v.status == "READY" && v.version == version) {
+            return exit_code::ok;
+        }
+        if (std::chrono::steady_clock::now() > deadline) {
+            return fail(ErrorKind::timeout,
+                        fmt::format("service {} was not ready after {} s: {}{}", name, timeout_seconds, v.status,
+                                    v.reason.empty() ? "" : " (" + v.reason + ")"),
+                        fmt::format("tandem serve status {} shows each replica", name));
+        }
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+}
+
+// The placement of `spec` on `cluster` (serve update keeps a service where it is).
+Result<Placement> placement_on(Context& ctx, TaskSpec spec, const std::string& cluster) {
+    auto planned = plan_loaded_task(ctx, std::move(spec), std::chrono::seconds(30));
+    if (!planned) {
+        return tl::unexpected(planned.error());
+    }
+    for (const auto& p : planned->plan.placements) {
+        if (cluster.empty() || p.cluster == cluster) {
+            return p;
+        }
+    }
+    for (const auto& r : planned->plan.rejections) {
+        if (r.cluster == cluster) {
+            return fail(ErrorKind::invalid_spec, fmt::format("the task cannot run on {}: {}", cluster,
+                                                             rejection_line(r)));
+        }
+    }
+    if (cluster.empty()) {
+        return tl::unexpected(no_placement_error(*planned));
+    }
+    return fail(ErrorKind::invalid_spec, fmt::format("the task cannot run on {}, where the service runs", cluster));
+}
+
+Result<int> serve_up(Context& ctx, const ServeFlags& flags) {
+    auto spec = load_service_task(ctx, flags.spec);
+    if (!spec) {
+        return tl::unexpected(spec.error());
+    }
+    auto name = service_name(flags, *spec);
+    if (!name) {
+        return tl::unexpected(name.error());
+    }
+    auto store = ctx.store();
+    if (!store) {
+        return tl::unexpected(store.error());
+    }
+    if (auto existing = (*store)->get_service(*name); !existing) {
+        return tl::unexpected(existing.error());
+    } else if (*existing) {
+        return fail(ErrorKind::usage,
+                    fmt::format("service '{}' exists (on {})", *name, (*existing)->cluster),
+                    fmt::format("tandem serve update {} FILE rolls it to a new version; tandem serve down {} "
+                                "removes it",
+                                *name, *name));
+    }
+    auto placement = placement_on(ctx, *spec, "");
+    if (!placement) {
+        return tl::unexpected(placement.error());
+    }
+    auto backend = ctx.backend(placement->cluster);
+    if (!backend) {
+        return tl::unexpected(backend.error());
+    }
+    // Recorded first (nothing made on a cluster is ever unknown to tandem), taken back if nothing was made.
+    store::ServiceRecord record;
+    record.name = *name;
+    record.cluster = placement->cluster;
+    record.backend = std::string(to_string(placement->kind));
+    record.created_at = now_seconds();
+    record.updated_at = record.created_at;
+    record.spec_json = to_redacted_json(*spec).dump();
+    auto inserted = (*store)->insert_service(record);
+    if (!inserted) {
+        return tl::unexpected(inserted.error());
+    }
+    if (!*inserted) {
+        return fail(ErrorKind::usage, fmt::format("service '{}' was just made by another tandem", *name));
+    }
+    auto up = (*backend)->serve_up(*spec, *placement, ServiceRef{*name, ""});
+    if (!up) {
+        (void)(*store)->remove_service(*name);
+        return tl::unexpected(up.error());
+    }
+    record.namespace_name = up->namespace_name;
+    // The namespace is known only now: the row is written again with it.
+    (void)(*store)->remove_service(*name);
+    if (auto again = (*store)->insert_service(record); !again) {
+        return tl::unexpected(again.error());
+    }
+    for (const auto& n : up->notes) {
+        note("tandem: note: " + n);
+    }
+    note(fmt::format("tandem: service {} is up on {} (namespace {})", *name, record.cluster, record.namespace_name));
+    if (flags.wait) {
+        auto waited = wait_ready(ctx, *name, 1, flags.timeout_seconds);
+        if (!waited) {
+            return waited;
+        }
+    }
+    auto rows = service_rows(ctx, *name, false);
+    if (flags.json) {
+        print_json(rows && !rows->empty() ? service_json(rows->front()) : nlohmann::json{{"name", *name}});
+    } else {
+        print_stdout(*name + "\n");
+    }
+    return exit_code::ok;
+}
+
+Result<int> serve_update(Context& ctx, const ServeFlags& flags) {
+    auto record = find_service(ctx, flags.name);
+    if (!record) {
+        return tl::unexpected(record.error());
+    }
+    auto spec = load_service_task(ctx, flags.spec);
+    if (!spec) {
+        return tl::unexpected(spec.error());
+    }
+    auto placement = placement_on(ctx, *spec, record->cluster);
+    if (!placement) {
+        return tl::unexpected(placement.error());
+    }
+    auto backend = ctx.backend(record->cluster);
+    if (!backend) {
+        return tl::unexpected(backend.error());
+    }
+    const int version = record->version + 1;
+    auto store = ctx.store();
+    if (!store) {
+        return tl::unexpected(store.error());
+    }
+    auto claimed = (*store)->update_service(record->name, record->version, version, to_redacted_json(*spec).dump(),
+                                            now_seconds());
+    if (!claimed) {
+        return tl::unexpected(claimed.error());
+    }
+    if (!*claimed) {
+        return fail(ErrorKind::usage, fmt::format("service '{}' was changed by another tandem meanwhile", record->name),
+                    "run the update again");
+    }
+    auto updated = (*backend)->serve_update(*spec, *placement, ref_of(*record), version);
+    if (!updated) {
+        return tl::unexpected(updated.error());
+    }
+    for (const auto& n : updated->notes) {
+        note("tandem: note: " + n);
+    }
+    note(fmt::format("tandem: service {} rolls to version {} (old replicas stay until new ones are ready)",
+                     record->name, version));
+    if (flags.wait) {
+        auto waited = wait_ready(ctx, record->name, version, flags.timeout_seconds);
+        if (!waited) {
+            return waited;
+        }
+    }
+    flags.json ? print_json({{"name", record->name}, {"version", version}})
+               : print_stdout(fmt::format("{} version {}\n", record->name, version));
+    return exit_code::ok;
+}
+
+Result<int> serve_down(Context& ctx, const ServeFlags& flags) {
+    auto record = find_service(ctx, flags.name);
+    if (!record) {
+        return tl::unexpected(record.error());
+    }
+    auto backend = ctx.backend(record->cluster);
+    if (!backend) {
+        return tl::unexpected(backend.error());
+    }
+    note(fmt::format("tandem: removing service {} from {}", record->name, record->cluster));
+    auto removed = (*backend)->serve_down(ref_of(*record));
+    if (!removed) {
+        return tl::unexpected(removed.error()); // the record stays: down can be run again
+    }
+    auto store = ctx.store();
+    if (!store) {
+        return tl::unexpected(store.error());
+    }
+    if (auto gone = (*store)->remove_service(record->name); !gone) {
+        return tl::unexpected(gone.error());
+    }
+    if (!*removed) {
+        note(fmt::format("tandem: nothing of service {} was left on {}", record->name, record->cluster));
+    }
+    flags.json ? print_json({{"name", record->name}, {"removed", true}}) : print_stdout(record->name + "\n");
+    return exit_code::ok;
+}
+
+Result<int> serve_logs(Context& ctx, const ServeFlags& flags) {
+    auto record = find_service(ctx, flags.name);
+    if (!record) {
+        return tl::unexpected(record.error());
+    }
+    auto backend = ctx.backend(record->cluster);
+    if (!backend) {
+        return tl::unexpected(backend.error());
+    }
+    LogOptions options{flags.follow, flags.tail, std::nullopt};
+    auto streamed = (*backend)->serve_logs(ref_of(*record), options, [](std::string_view chunk) {
+        print_stdout(std::string(chunk));
+        return true;
+    });
+    if (!streamed) {
+        return tl::unexpected(streamed.error());
+    }
+    return exit_code::ok;
+}
+
+std::string replica_age(std::int64_t created, std::int64_t now) {
+    return created > 0 ? human_duration(now - created) : "-";
+}
+
+Result<int> serve_status(Context& ctx, const ServeFlags& flags) {
+    if (!flags.name.empty()) {
+        if (auto found = find_service(ctx, flags.name); !found) {
+            return tl::unexpected(found.error());
+        }
+    }
+    auto rows = service_rows(ctx, flags.name, !flags.name.empty());
+    if (!rows) {
+        return tl::unexpected(rows.error());
+    }
+    if (flags.json) {
+        if (!flags.name.empty()) {
+            print_json(service_json(rows->front()));
+        } else {
+            auto arr = nlohmann::json::array();
+            for (const auto& r : *rows) {
+                arr.push_back(service_json(r));
+            }
+            print_json({{"services", arr}});
+        }
+        return exit_code::ok;
+    }
+    if (rows->empty()) {
+        note("No services.");
+        return exit_code::ok;
+    }
+    const auto now = now_seconds();
+    std::string out = service_table(*rows, now).render();
+    if (!flags.name.empty()) {
+        const auto& row = rows->front();
+        if (!row.view.reason.empty()) {
+            out += "Reason: " + row.view.reason + "\n";
+        }
+        if (!row.view.replicas.empty()) {
+            Table t({"REPLICA", "POD", "VERSION", "STATE", "ADDRESS", "NODE", "RESTARTS", "AGE", "REASON"});
+            int k = 0;
+            for (const auto& r : row.view.replicas) {
+                t.add({std::to_string(++k), r.pod, std::to_string(r.version), coloured_state(r.state),
+                       r.address.empty() ? "-" : r.address, r.node.empty() ? "-" : r.node, std::to_string(r.restarts),
+                       replica_age(r.created_at, now), r.reason.empty() ? "-" : r.reason});
+            }
+            out += "\n" + t.render();
+        }
+    }
+    print_stdout(out);
+    return exit_code::ok;
+}
+
+} // namespace
+
+Result<std::vector<ServiceRow>> service_rows(Context& ctx, const std::string& name, bool replicas) {
+    auto store = ctx.store();
+    if (!store) {
+        return tl::unexpected(store.error());
+    }
+    std::vector<store::ServiceRecord> records;
+    if (!name.empty()) {
+        auto one = (*store)->get_service(name);
+        if (!one) {
+            return tl::unexpected(one.error());
+        }
+        if (*one) {
+            records.push_back(**one);
+        }
+    } else {
+        auto all = (*store)->list_services();
+        if (!all) {
+            return tl::unexpected(all.error());
+        }
+        records = std::move(*all);
+    }
+    std::vector<ServiceRow> rows(records.size());
+    std::map<std::string, std::vector<std::size_t>> by_cluster;
+    for (std::size_t i = 0; i < records.size(); ++i) {
+        rows[i].record = records[i];
+        rows[i].view.name = records[i].name;
+        by_cluster[records[i].cluster].push_back(i);
+    }
+    for (const auto& [cluster, indexes] : by_cluster) {
+        auto mark = [&](const Error& e) {
+            for (auto i : indexes) {
+                rows[i].unreachable = true;
+                rows[i].unreachable_reason = e.message;
+                rows[i].view.status = "UNKNOWN";
+            }
+        };
+        auto backend = ctx.backend(cluster);
+        if (!backend) {
+            mark(backend.error());
+            continue;
+        }
+        std::vector<ServiceRef> refs;
+        for (auto i : indexes) {
+            refs.push_back(ref_of(rows[i].record));
+        }
+        auto views = (*backend)->serve_status(refs, replicas);
+        if (!views) {
+            mark(views.error());
+            continue;
+        }
+        for (std::size_t k = 0; k < indexes.size() && k < views->size(); ++k) {
+            rows[indexes[k]].view = std::move((*views)[k]);
+        }
+    }
+    return rows;
+}
+
+nlohmann::json service_json(const ServiceRow& row) {
+    const auto& v = row.view;
+    auto replicas = nlohmann::json::array();
+    int k = 0;
+    for (const auto& r : v.replicas) {
+        replicas.push_back({{"replica", ++k},
+                            {"pod", r.pod},
+                            {"version", r.version},
+                            {"state", r.state},
+                            {"reason", r.reason},
+                            {"address", r.address},
+                            {"node", r.node},
+                            {"restarts", r.restarts},
+                            {"created_at", r.created_at > 0 ? nlohmann::json(iso_time(r.created_at)) : nlohmann::json(nullptr)}});
+    }
+    auto opt = [](const auto& o) { return o ? nlohmann::json(*o) : nlohmann::json(nullptr); };
+    nlohmann::json j = {{"name", row.record.name},
+                        {"cluster", row.record.cluster},
+                        {"namespace", row.record.namespace_name},
+                        {"version", v.version > 0 ? v.version : row.record.version},
+                        {"status", v.status},
+                        {"reason", row.unreachable ? row.unreachable_reason : v.reason},
+                        {"unreachable", row.unreachable},
+                        {"ready", v.ready},
+                        {"desired", v.desired},
+                        {"updated", v.updated},
+                        {"min_replicas", opt(v.min_replicas)},
+                        {"max_replicas", opt(v.max_replicas)},
+                        {"current_qps", opt(v.current_qps)},
+                        {"endpoint", v.endpoint},
+                        {"created_at", iso_time(row.record.created_at)}};
+    if (!v.replicas.empty()) {
+        j["replicas"] = std::move(replicas);
+    }
+    return j;
+}
+
+Table service_table(const std::vector<ServiceRow>& rows, std::int64_t now) {
+    Table t({"SERVICE", "CLUSTER", "VERSION", "READY", "REPLICAS", "ENDPOINT", "STATUS", "AGE"});
+    for (const auto& r : rows) {
+        const auto& v = r.view;
+        std::string replicas = v.min_replicas && v.max_replicas
+                                   ? fmt::format("{} ({}-{})", v.desired, *v.min_replicas, *v.max_replicas)
+                                   : std::to_string(v.desired);
+        std::string status = r.unreachable ? "UNKNOWN (" + r.unreachable_reason + ")" : v.status;
+        t.add({r.record.name, r.record.cluster, std::to_string(v.version > 0 ? v.version : r.record.version),
+               r.unreachable ? "-" : fmt::format("{}/{}", v.ready, v.desired), r.unreachable ? "-" : replicas,
+               v.endpoint.empty() ? "-" : v.endpoint, coloured_state(status), human_duration(now - r.record.created_at)});
+    }
+    return t;
+}
+
+void setup_serve(CLI::App& command, Action& action) {
+    auto flags = std::make_shared<ServeFlags>();
+    command.require_subcommand(1);
+    auto* up = command.add_subcommand("up", "Start a task with a `service:` section as a Deployment behind a Service");
+    add_spec_flags(*up, flags->spec);
+    up->add_option("-n,--name", flags->name, "The service's name (default: the task's name)");
+    up->add_flag("--wait", flags->wait, "Wait until every replica is ready (exit 5 on --timeout)");
+    up->add_option("--timeout", flags->timeout_seconds, "Seconds --wait waits (default 900)");
+    up->add_flag("--json", flags->json, "Print the service as JSON on stdout");
+    up->footer("Creates, in the cluster's namespace: a Deployment (replicas of the task, readiness from\n"
+               "service.readiness_probe), a Service on the port, a Secret for `secrets:`, and for a\n"
+               "replica_policy with target_qps_per_replica an HPA on the per-pod custom metric\n"
+               "(serve_qps_metric). `tandem plan FILE` prints them without creating anything.");
+    up->callback([flags, &action] { action = [flags](Context& ctx) { return serve_up(ctx, *flags); }; });
+
+    auto* status = command.add_subcommand("status", "Show services: replicas ready/desired, endpoint, age");
+    status->add_option("NAME", flags->name, "One service, with a table of its replicas");
+    status->add_flag("--json", flags->json, "JSON on stdout: {\"services\": [...]}, or the one service");
+    status->callback([flags, &action] { action = [flags](Context& ctx) { return serve_status(ctx, *flags); }; });
+
+    auto* logs = command.add_subcommand("logs", "Print or follow the output of every replica ([replica K] prefixes)");
+    logs->add_option("NAME", flags->name, "The service")->required();
+    logs->add_flag("-f,--follow", flags->follow, "Follow, also replicas started later, until Ctrl-C");
+    logs->add_option("--tail", flags->tail, "Only the last N lines of each replica");
+    logs->callback([flags, &action] { action = [flags](Context& ctx) { return serve_logs(ctx, *flags); }; });
+
+    auto* update = command.add_subcommand("update", "Roll a service to a new task file (never fewer ready replicas)");
+    update->add_option("NAME", flags->name, "The service")->required();
+    add_spec_flags(*update, flags->spec);
+    update->add_flag("--wait", flags->wait, "Wait until every replica runs the new version");
+    update->add_option("--timeout", flags->timeout_seconds, "Seconds --wait waits (default 900)");
+    update->add_flag("--json", flags->json, "Print {name, version} as JSON");
+    update->callback([flags, &action] { action = [flags](Context& ctx) { return serve_update(ctx, *flags); }; });
+
+    auto* down = command.add_subcommand("down", "Remove a service and everything it made");
+    down->add_option("NAME", flags->name, "The service")->required();
+    down->add_flag("--json", flags->json, "Print {name, removed} as JSON");
+    down->callback([flags, &action] { action = [flags](Context& ctx) { return serve_down(ctx, *flags); }; });
+}
+
+} // namespace tandem::cli
