@@ -29,15 +29,15 @@ struct ServeFlags {
 
 // A service name as Kubernetes takes it; `-n` must already be one, a task's name is made one.
 Result<std::string> service_name(const ServeFlags& flags, const TaskSpec& spec) {
-    if (!flags.name.empty()) {
-        auto made = service_object_name(flags.name);
-        if (!made || *made != flags.name) {
+    if (flags.spec.overrides.name) {
+        auto made = service_object_name(*flags.spec.overrides.name);
+        if (!made || *made != *flags.spec.overrides.name) {
             return fail(ErrorKind::usage,
                         fmt::format("'{}' is not a service name: lower-case letters, digits and '-', starting with "
                                     "a letter, at most 50 characters",
-                                    flags.name));
+                                    *flags.spec.overrides.name));
         }
-        return flags.name;
+        return *made;
     }
     auto made = service_object_name(spec.name);
     if (!made) {
@@ -477,14 +477,14 @@ void setup_serve(CLI::App& command, Action& action) {
     command.require_subcommand(1);
     auto* up = command.add_subcommand("up", "Start a task with a `service:` section as a Deployment behind a Service");
     add_spec_flags(*up, flags->spec);
-    up->add_option("-n,--name", flags->name, "The service's name (default: the task's name)");
     up->add_flag("--wait", flags->wait, "Wait until every replica is ready (exit 5 on --timeout)");
     up->add_option("--timeout", flags->timeout_seconds, "Seconds --wait waits (default 900)");
     up->add_flag("--json", flags->json, "Print the service as JSON on stdout");
     up->footer("Creates, in the cluster's namespace: a Deployment (replicas of the task, readiness from\n"
                "service.readiness_probe), a Service on the port, a Secret for `secrets:`, and for a\n"
                "replica_policy with target_qps_per_replica an HPA on the per-pod custom metric\n"
-               "(serve_qps_metric). `tandem plan FILE` prints them without creating anything.");
+               "(serve_qps_metric). The service is named by -n NAME, else by the task's name (made a DNS\n"
+               "label). `tandem plan FILE` prints the objects without creating anything.");
     up->callback([flags, &action] { action = [flags](Context& ctx) { return serve_up(ctx, *flags); }; });
 
     auto* status = command.add_subcommand("status", "Show services: replicas ready/desired, endpoint, age");

@@ -407,11 +407,18 @@ Result<std::vector<ServiceView>> K8sBackend::serve_status(const std::vector<Serv
                     }
                 }
             }
+            // The controller has not seen the latest spec yet (an update just written): its counts are old.
+            const json* generation = fields::at(d->second, "metadata", "generation");
+            const json* observed = fields::at(d->second, "status", "observedGeneration");
+            const bool stale = generation != nullptr && generation->is_number_integer() &&
+                               (observed == nullptr || !observed->is_number_integer() ||
+                                observed->get<std::int64_t>() < generation->get<std::int64_t>());
             if (v.desired == 0) {
                 v.status = "NO_REPLICAS";
-            } else if (v.updated < v.desired || total > v.desired) {
-                v.status = "UPDATING";
-            } else if (v.ready >= v.desired) {
+            } else if ((stale && v.version > 1) || (v.version > 1 && v.updated < v.desired) || total > v.updated) {
+                v.status = "UPDATING"; // replicas of an older version are still there
+                need_pods = need_pods || v.updated < v.desired;
+            } else if (!stale && v.ready >= v.desired && v.updated >= v.desired) {
                 v.status = "READY";
             } else {
                 v.status = "STARTING";
