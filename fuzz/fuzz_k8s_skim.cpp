@@ -65,6 +65,30 @@ const Shape k_item{{{"apiVersion", nullptr},
                     {"spec", &k_spec},
                     {"status", &k_status}}};
 
+// The Deployment table (skim_deployment_list, for `serve status`).
+const Shape k_deployment_labels{{{"tandem.dev/service", nullptr}}};
+const Shape k_deployment_annotations{
+    {{"tandem.dev/service-version", nullptr}, {"tandem.dev/autoscale", nullptr}, {"tandem.dev/endpoint", nullptr}}};
+const Shape k_deployment_metadata{{{"name", nullptr},
+                                   {"namespace", nullptr},
+                                   {"generation", nullptr},
+                                   {"creationTimestamp", nullptr},
+                                   {"deletionTimestamp", nullptr},
+                                   {"labels", &k_deployment_labels},
+                                   {"annotations", &k_deployment_annotations}}};
+const Shape k_deployment_spec{{{"replicas", nullptr}}};
+const Shape k_deployment_status{{{"observedGeneration", nullptr},
+                                 {"replicas", nullptr},
+                                 {"readyReplicas", nullptr},
+                                 {"updatedReplicas", nullptr},
+                                 {"availableReplicas", nullptr},
+                                 {"conditions", nullptr}}};
+const Shape k_deployment{{{"apiVersion", nullptr},
+                          {"kind", nullptr},
+                          {"metadata", &k_deployment_metadata},
+                          {"spec", &k_deployment_spec},
+                          {"status", &k_deployment_status}}};
+
 constexpr int k_max_depth = 64;
 
 // One kept value at `depth`, as the skimmer's value() reads it.
@@ -92,7 +116,7 @@ json keep(const json& v, const Shape* shape, int depth, bool& too_deep) {
 }
 
 // What the skim of `full` should be; nullopt when the skimmer must refuse it.
-std::optional<json> expected_skim(const json& full, bool& too_deep) {
+std::optional<json> expected_skim(const json& full, bool& too_deep, const Shape& item_shape) {
     if (!full.is_object() || !full.contains("items") || !full["items"].is_array()) {
         return std::nullopt;
     }
@@ -110,7 +134,7 @@ std::optional<json> expected_skim(const json& full, bool& too_deep) {
         json kept = json::object();
         for (const auto& [key, member] : item.items()) {
             bool found = false;
-            const Shape* inner = k_item.find(key, found);
+            const Shape* inner = item_shape.find(key, found);
             if (found) {
                 kept[key] = keep(member, inner, 2, too_deep);
             }
@@ -151,41 +175,50 @@ struct DuplicateFinder : nlohmann::json_sax<json> {
     }
 };
 
-} // namespace
-
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    using namespace tandem::k8s;
-    const auto text = fuzz::text(data, size);
-    const auto skim = skim_status_list(text);
-    fuzz::check_error_one_line(skim, "skim_status_list: error is one line");
-
-    const json full = json::parse(text.begin(), text.end(), nullptr, false);
+// One skimmer against the filtered full parse of `full` (the invariants in the file's comment).
+template <typename Skim>
+tandem::Result<json> check_skim(std::string_view text, const json& full, const Shape& shape, Skim skim_fn,
+                                const char* name) {
+    const auto skim = skim_fn(text);
+    fuzz::check_error_one_line(skim, (std::string(name) + ": error is one line").c_str());
     if (!full.is_discarded()) {
         bool too_deep = false;
-        const auto expected = expected_skim(full, too_deep);
+        const auto expected = expected_skim(full, too_deep, shape);
         DuplicateFinder dups;
         json::sax_parse(text.begin(), text.end(), &dups);
         if (skim && expected && *skim != *expected) {
-            fuzz::broken("skim_status_list equals the filtered full parse",
+            fuzz::broken((std::string(name) + " equals the filtered full parse").c_str(),
                          skim->dump() + "\n" + expected->dump());
         }
         if (skim && !expected && !dups.duplicate) {
-            fuzz::broken("skim_status_list accepts only a List of objects", skim->dump());
+            fuzz::broken((std::string(name) + " accepts only a List of objects").c_str(), skim->dump());
         }
         // nlohmann's lexer takes a NUL byte for the end of the input and ignores what follows; the skimmer
         // reads every byte and refuses trailing ones, as a server's answer with bytes after its JSON is bad.
         const bool nul_ends_full_parse = text.find('\0') != std::string_view::npos;
         if (!skim && expected && !too_deep && !dups.duplicate && !nul_ends_full_parse) {
-            fuzz::broken("skim_status_list refuses only what the full parse shows is wrong",
+            fuzz::broken((std::string(name) + " refuses only what the full parse shows is wrong").c_str(),
                          skim.error().message);
         }
     }
+    if (skim) {
+        const auto again = skim_fn(skim->dump());
+        fuzz::check(again && *again == *skim, "a skim skims to itself");
+    }
+    return skim;
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    using namespace tandem::k8s;
+    const auto text = fuzz::text(data, size);
+    const json full = json::parse(text.begin(), text.end(), nullptr, false);
+    (void)check_skim(text, full, k_deployment, skim_deployment_list, "skim_deployment_list");
+    const auto skim = check_skim(text, full, k_item, skim_status_list, "skim_status_list");
     if (!skim) {
         return 0;
     }
-    const auto again = skim_status_list(skim->dump());
-    fuzz::check(again && *again == *skim, "a skim skims to itself");
-
     const auto groups = group_by_tandem_job(*skim, *skim, full.is_object() ? &full : nullptr);
     for (auto [name, view] : groups) {
         // As every caller does (k8s_backend.cpp, k8s_watch.cpp): the ranks are the record's num_nodes, not

@@ -105,6 +105,10 @@ def set_up(uid, leases):
         _ip("-n", ns, "link", "set", "eth0", "up")
         _ip("-n", ns, "link", "set", "lo", "up")
         _ip("-n", ns, "route", "add", "default", "via", str(BRIDGE_IP))
+        # An address comes back to a new pod soon after its last pod went: the host's neighbour entry
+        # for it still names the old pod's MAC, and packets to it would go nowhere until that entry
+        # expires (probes time out, a Service's endpoint looks dead). Forget it now.
+        _ip("neigh", "flush", "to", ip, "dev", BRIDGE, check=False)
     return ns, ip
 
 

@@ -13,6 +13,8 @@ import socket
 import subprocess
 import time
 
+from envres import expand
+
 DEFAULTS = {"initialDelaySeconds": 0, "periodSeconds": 10, "timeoutSeconds": 1, "successThreshold": 1,
             "failureThreshold": 3}
 
@@ -58,7 +60,9 @@ def probe_once(probe, container, pod_ip, enter=(), env=None):
             with socket.create_connection((t.get("host") or pod_ip, port), timeout=timeout):
                 return True, ""
         if "exec" in probe:
-            argv = list(enter) + list(probe["exec"].get("command") or [])
+            # As the kubelet's prober does (ExpandContainerCommandOnlyStatic): $(NAME) from the container's
+            # environment, $$ -> $.
+            argv = list(enter) + [expand(str(w), env or {}) for w in probe["exec"].get("command") or []]
             try:
                 r = subprocess.run(argv, capture_output=True, timeout=timeout, env=env)
             except subprocess.TimeoutExpired:

@@ -103,6 +103,9 @@ class ProbeTest(unittest.TestCase):
         self.assertEqual(probes.probe_once({"tcpSocket": {"port": 8080}}, container, ip), (True, ""))
         enter = podnet.enter(ns)
         self.assertEqual(probes.probe_once({"exec": {"command": ["true"]}}, container, ip, enter), (True, ""))
+        # The command is expanded as a kubelet expands it: $(NAME) from the env, $$ -> $.
+        self.assertEqual(probes.probe_once({"exec": {"command": ["sh", "-c", "test \"$$1\" = \"$(WHO)\"", "p", "me"]}},
+                                           container, ip, enter, {"WHO": "me", "PATH": os.environ["PATH"]}), (True, ""))
         ok, message = probes.probe_once({"exec": {"command": ["sh", "-c", "echo not yet; exit 1"]}}, container, ip, enter)
         self.assertEqual((ok, message), (False, "not yet"))
 

@@ -201,16 +201,18 @@ EOF
     metric="load-${NAME##*-}"
     set_metric() {  # VALUE: every pod of the namespace reports it for $metric
       python3 - "$K8S_CUSTOM_METRICS_FILE" "$K8S_NAMESPACE" "$metric" "$1" <<'PY'
-import json, os, sys
+import fcntl, json, os, sys
 path, ns, metric, value = sys.argv[1:]
-try:
-    data = json.load(open(path))
-except (OSError, ValueError):
-    data = {}
-data.setdefault(ns, {})[metric] = {"*": float(value)}
-tmp = path + ".tmp"
-json.dump(data, open(tmp, "w"))
-os.replace(tmp, path)
+with open(path + ".lock", "a") as lock:  # other tests write their own metrics into the same file
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        data = json.load(open(path))
+    except (OSError, ValueError):
+        data = {}
+    data.setdefault(ns, {})[metric] = {"*": float(value)}
+    with open(path + ".tmp", "w") as out:
+        json.dump(data, out)
+    os.replace(path + ".tmp", path)
 PY
     }
     set_metric 2

@@ -71,6 +71,34 @@ constexpr Member k_item_members[] = {{"apiVersion", nullptr},
                                      {"status", &k_status}};
 constexpr Shape k_item{k_item_members};
 
+// A service's Deployment as `serve status` reads it (backends/k8s/k8s_serve.cpp): its name, labels,
+// annotations and counts, not its pod template (most of its bytes).
+constexpr Member k_deployment_label_members[] = {{"tandem.dev/service", nullptr}};
+constexpr Shape k_deployment_labels{k_deployment_label_members};
+constexpr Member k_deployment_annotation_members[] = {
+    {"tandem.dev/service-version", nullptr}, {"tandem.dev/autoscale", nullptr}, {"tandem.dev/endpoint", nullptr}};
+constexpr Shape k_deployment_annotations{k_deployment_annotation_members};
+constexpr Member k_deployment_metadata_members[] = {{"name", nullptr},
+                                                    {"namespace", nullptr},
+                                                    {"generation", nullptr},
+                                                    {"creationTimestamp", nullptr},
+                                                    {"deletionTimestamp", nullptr},
+                                                    {"labels", &k_deployment_labels},
+                                                    {"annotations", &k_deployment_annotations}};
+constexpr Shape k_deployment_metadata{k_deployment_metadata_members};
+constexpr Member k_deployment_spec_members[] = {{"replicas", nullptr}};
+constexpr Shape k_deployment_spec{k_deployment_spec_members};
+constexpr Member k_deployment_status_members[] = {{"observedGeneration", nullptr}, {"replicas", nullptr},
+                                                  {"readyReplicas", nullptr},      {"updatedReplicas", nullptr},
+                                                  {"availableReplicas", nullptr},  {"conditions", nullptr}};
+constexpr Shape k_deployment_status{k_deployment_status_members};
+constexpr Member k_deployment_members[] = {{"apiVersion", nullptr},
+                                           {"kind", nullptr},
+                                           {"metadata", &k_deployment_metadata},
+                                           {"spec", &k_deployment_spec},
+                                           {"status", &k_deployment_status}};
+constexpr Shape k_deployment{k_deployment_members};
+
 const Member* find_member(const Shape& shape, std::string_view key) {
     for (const Member& m : shape.members) {
         if (m.key == key) {
@@ -93,8 +121,8 @@ constexpr std::array<bool, 256> k_structural = [] {
 
 class Skimmer {
 public:
-    explicit Skimmer(std::string_view text)
-        : m_begin(text.data()), m_p(text.data()), m_end(text.data() + text.size()) {}
+    explicit Skimmer(std::string_view text, const Shape* item = &k_item)
+        : m_begin(text.data()), m_p(text.data()), m_end(text.data() + text.size()), m_item(item) {}
 
     Result<json> list() {
         json out = json::object();
@@ -381,7 +409,7 @@ private:
             if (m_p >= m_end || *m_p != '{') {
                 return error("an item is not an object");
             }
-            if (!object(out.emplace_back(), &k_item, 1)) {
+            if (!object(out.emplace_back(), m_item, 1)) {
                 return false;
             }
         } while (take(','));
@@ -413,6 +441,7 @@ private:
     const char* m_begin;
     const char* m_p;
     const char* m_end;
+    const Shape* m_item;
     std::string m_stack;
     std::string m_error;
 };
@@ -421,6 +450,10 @@ private:
 
 Result<json> skim_status_list(std::string_view body) {
     return Skimmer(body).list();
+}
+
+Result<json> skim_deployment_list(std::string_view body) {
+    return Skimmer(body, &k_deployment).list();
 }
 
 } // namespace tandem::k8s

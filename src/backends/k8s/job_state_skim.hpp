@@ -32,4 +32,10 @@ namespace tandem::k8s {
 // "items is not an array", "invalid UTF-8 in a string", ...
 Result<nlohmann::json> skim_status_list(std::string_view body);
 
+// The same for a List of Deployments as `serve status` reads them: metadata (name, namespace, generation,
+// creationTimestamp, deletionTimestamp, the label tandem.dev/service, the annotations
+// tandem.dev/service-version, tandem.dev/autoscale, tandem.dev/endpoint), spec.replicas, and status
+// (observedGeneration, replicas, readyReplicas, updatedReplicas, availableReplicas, conditions).
+Result<nlohmann::json> skim_deployment_list(std::string_view body);
+
 } // namespace tandem::k8s

@@ -149,15 +149,29 @@ std::string endpoint_of(const json& service) {
     return ip.empty() || ip == "None" ? "" : fmt::format("{}:{}", ip, port);
 }
 
-// Lists one kind's service objects of a namespace by service name.
-Result<std::map<std::string, json>> by_service(KubeApi& api, const std::string& path, std::vector<int> pass = {}) {
-    auto listed = api.call("GET", path + any_service_query(), {}, std::move(pass));
+// The Service's address as an annotation of the Deployment (not for a LoadBalancer: its address comes later).
+void note_endpoint(json& deployment, const json& service) {
+    const auto endpoint = endpoint_of(service);
+    if (!endpoint.empty() && fields::str_at(service, "spec", "type") != "LoadBalancer") {
+        deployment["metadata"]["annotations"][std::string(k_service_endpoint_annotation)] = endpoint;
+    }
+}
+
+// Lists one kind's service objects of a namespace by service name (Deployments skimmed: serve status reads
+// a few fields of them, and 20 whole Deployments are 200 KB of JSON).
+Result<std::map<std::string, json>> by_service(KubeApi& api, const std::string& path, std::vector<int> pass = {},
+                                               bool deployments = false) {
+    auto listed = deployments ? api.list_deployments_for_status(path + any_service_query())
+                              : api.call("GET", path + any_service_query(), {}, std::move(pass));
     if (!listed) {
         return tl::unexpected(listed.error());
     }
     std::map<std::string, json> out;
-    for (const auto& item : fields::items(listed->body)) {
-        out[fields::str_at(item, "metadata", "labels", k_service_label)] = item;
+    if (auto* items = listed->body.is_object() ? &listed->body["items"] : nullptr; items && items->is_array()) {
+        for (auto& item : *items) {
+            auto name = fields::str_at(item, "metadata", "labels", k_service_label);
+            out[std::move(name)] = std::move(item);
+        }
     }
     return out;
 }
@@ -247,12 +261,13 @@ Result<ServeOutcome> K8sBackend::serve_up(const TaskSpec& spec, const Placement&
             (void)m_api.call("DELETE", *it, json{{"kind", "DeleteOptions"}, {"apiVersion", "v1"}, {"propagationPolicy", "Background"}}, {404});
         }
     };
-    std::vector<std::pair<std::string, const json*>> objects;
+    // The Service before the Deployment: its address goes into the Deployment's annotations.
+    std::vector<std::pair<std::string, json*>> objects;
     if (m->secret) {
         objects.emplace_back(secrets_path(ns), &*m->secret);
     }
-    objects.emplace_back(apps_path(ns), &m->deployment);
     objects.emplace_back(services_path(ns), &m->service);
+    objects.emplace_back(apps_path(ns), &m->deployment);
     if (m->hpa) {
         objects.emplace_back(hpa_path(ns, plan->hpa_v2), &*m->hpa);
     }
@@ -263,6 +278,9 @@ Result<ServeOutcome> K8sBackend::serve_up(const TaskSpec& spec, const Placement&
             return tl::unexpected(created.error());
         }
         made.push_back(path + "/" + (*object)["metadata"]["name"].get<std::string>());
+        if (object == &m->service) {
+            note_endpoint(m->deployment, created->body);
+        }
     }
     return ServeOutcome{ns, m->notes};
 }
@@ -279,6 +297,15 @@ Result<ServeOutcome> K8sBackend::serve_update(const TaskSpec& spec, const Placem
     if (!m) {
         return tl::unexpected(m.error());
     }
+    // The Service: type and port (merge patch keeps its cluster IP).
+    json service_patch = {{"metadata", {{"labels", m->service["metadata"]["labels"]}}},
+                          {"spec", {{"type", m->service["spec"]["type"]}, {"ports", m->service["spec"]["ports"]}}}};
+    auto patched = m_api.call("PATCH", services_path(ns) + "/" + ref.name, service_patch, {}, true,
+                              "application/merge-patch+json");
+    if (!patched) {
+        return tl::unexpected(patched.error());
+    }
+    note_endpoint(m->deployment, patched->body);
     const std::string dep_path = apps_path(ns) + "/" + ref.name;
     // The Deployment: its pod template replaced (a rolling update), its replicas kept while an autoscaler
     // owns them. A write that lost a race with the autoscaler (409) is read and tried again.
@@ -309,14 +336,6 @@ Result<ServeOutcome> K8sBackend::serve_update(const TaskSpec& spec, const Placem
         if (attempt >= 4) {
             return fail(ErrorKind::remote, fmt::format("{}: the Deployment {} kept changing under the update", m_cluster, ref.name));
         }
-    }
-    // The Service: type and port (merge patch keeps its cluster IP).
-    json service_patch = {{"metadata", {{"labels", m->service["metadata"]["labels"]}}},
-                          {"spec", {{"type", m->service["spec"]["type"]}, {"ports", m->service["spec"]["ports"]}}}};
-    if (auto ok = m_api.call("PATCH", services_path(ns) + "/" + ref.name, service_patch, {}, true,
-                             "application/merge-patch+json");
-        !ok) {
-        return tl::unexpected(ok.error());
     }
     // The Secret and the autoscaler: replaced, made, or removed to match the new spec.
     auto replace = [&](const std::string& collection, const std::string& name, const std::optional<json>& want) -> Status {
@@ -357,22 +376,37 @@ Result<std::vector<ServiceView>> K8sBackend::serve_status(const std::vector<Serv
             .push_back(i);
     }
     for (const auto& [ns, indexes] : by_namespace) {
-        auto deployments = by_service(m_api, apps_path(ns));
+        auto deployments = by_service(m_api, apps_path(ns), {}, true);
         if (!deployments) {
             return tl::unexpected(deployments.error());
         }
-        auto svcs = by_service(m_api, services_path(ns));
-        if (!svcs) {
-            return tl::unexpected(svcs.error());
+        // The Deployments say most: the Services are read only for an address not noted on its Deployment
+        // (a LoadBalancer's), the autoscalers only for one service's detail (its current load).
+        bool need_services = replicas;
+        for (auto i : indexes) {
+            auto d = deployments->find(out[i].name);
+            need_services = need_services ||
+                            (d != deployments->end() &&
+                             fields::str_at(d->second, "metadata", "annotations", k_service_endpoint_annotation).empty());
         }
-        // Autoscalers only when a service of the namespace has one to show (its min and max).
-        auto f = features();
-        if (!f) {
-            return tl::unexpected(f.error());
+        std::map<std::string, json> svcs, hpas;
+        if (need_services) {
+            auto listed = by_service(m_api, services_path(ns));
+            if (!listed) {
+                return tl::unexpected(listed.error());
+            }
+            svcs = std::move(*listed);
         }
-        auto hpas = by_service(m_api, hpa_path(ns, f->major > 1 || f->minor >= 23), {404});
-        if (!hpas) {
-            return tl::unexpected(hpas.error());
+        if (replicas) {
+            auto f = features();
+            if (!f) {
+                return tl::unexpected(f.error());
+            }
+            auto listed = by_service(m_api, hpa_path(ns, f->major > 1 || f->minor >= 23), {404});
+            if (!listed) {
+                return tl::unexpected(listed.error());
+            }
+            hpas = std::move(*listed);
         }
         bool need_pods = replicas;
         for (auto i : indexes) {
@@ -390,10 +424,19 @@ Result<std::vector<ServiceView>> K8sBackend::serve_status(const std::vector<Serv
             v.updated = int_at(d->second, "status", "updatedReplicas");
             v.created_at = created_of(d->second);
             const int total = int_at(d->second, "status", "replicas");
-            if (auto s = svcs->find(v.name); s != svcs->end()) {
+            v.endpoint = fields::str_at(d->second, "metadata", "annotations", k_service_endpoint_annotation);
+            if (auto s = svcs.find(v.name); s != svcs.end()) {
                 v.endpoint = endpoint_of(s->second);
             }
-            if (auto h = hpas->find(v.name); h != hpas->end()) {
+            const auto range = fields::str_at(d->second, "metadata", "annotations", k_service_autoscale_annotation);
+            if (const auto dash = range.find('-'); dash != std::string::npos) {
+                try {
+                    v.min_replicas = std::stoi(range.substr(0, dash));
+                    v.max_replicas = std::stoi(range.substr(dash + 1));
+                } catch (const std::exception&) {
+                }
+            }
+            if (auto h = hpas.find(v.name); h != hpas.end()) {
                 v.min_replicas = h->second["spec"].value("minReplicas", 1);
                 v.max_replicas = h->second["spec"].value("maxReplicas", 0);
                 const json* metrics = fields::at(h->second, "status", "currentMetrics");

@@ -121,16 +121,20 @@ Error KubeApi::error_for(int status, const nlohmann::json& body, const std::stri
 Result<ApiAnswer> KubeApi::call(const std::string& method, const std::string& path,
                                 const nlohmann::json& body, std::vector<int> pass, bool idempotent,
                                 const std::string& content_type) {
-    return exchange(method, path, body, pass, idempotent, content_type, false);
+    return exchange(method, path, body, pass, idempotent, content_type, Slim::none);
 }
 
 Result<ApiAnswer> KubeApi::list_for_status(const std::string& path) {
-    return exchange("GET", path, {}, {}, true, "application/json", true);
+    return exchange("GET", path, {}, {}, true, "application/json", Slim::status);
+}
+
+Result<ApiAnswer> KubeApi::list_deployments_for_status(const std::string& path) {
+    return exchange("GET", path, {}, {}, true, "application/json", Slim::deployments);
 }
 
 Result<ApiAnswer> KubeApi::exchange(const std::string& method, const std::string& path,
                                     const nlohmann::json& body, const std::vector<int>& pass, bool idempotent,
-                                    const std::string& content_type, bool slim) {
+                                    const std::string& content_type, Slim slim) {
     if (auto ok = ensure_client(); !ok) {
         return tl::unexpected(ok.error());
     }
@@ -140,7 +144,7 @@ Result<ApiAnswer> KubeApi::exchange(const std::string& method, const std::string
     // A status List in protobuf first, as client-go asks: the server encodes it faster and it reads
     // without a scan. Anything that only speaks JSON (a proxy, an aggregated API) answers in JSON.
     request.headers =
-        slim ? auth_headers(fmt::format("{}, application/json", k_protobuf_media_type)) : auth_headers();
+        slim == Slim::status ? auth_headers(fmt::format("{}, application/json", k_protobuf_media_type)) : auth_headers();
     if (!body.is_null()) {
         request.body = body.dump();
         request.content_type = content_type;
@@ -162,8 +166,10 @@ Result<ApiAnswer> KubeApi::exchange(const std::string& method, const std::string
         if (auto status = decode_status_object(response->body)) {
             answer.body = std::move(*status);
         }
-    } else if (slim && response->status / 100 == 2) {
-        auto list = protobuf ? decode_status_list(response->body) : skim_status_list(response->body);
+    } else if (slim != Slim::none && response->status / 100 == 2) {
+        auto list = protobuf                   ? decode_status_list(response->body)
+                    : slim == Slim::status     ? skim_status_list(response->body)
+                                               : skim_deployment_list(response->body);
         if (!list) {
             return fail(ErrorKind::remote,
                         fmt::format("{}: the API server answered {} {} with a List tandem cannot read: {}",

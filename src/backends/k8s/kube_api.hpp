@@ -41,6 +41,8 @@ public:
     // A GET of a List for the state mapping, skimmed (job_state_skim.hpp): its items keep only what
     // job_state reads. Parsing a whole pod list would cost more than the request.
     Result<ApiAnswer> list_for_status(const std::string& path);
+    // A GET of a List of Deployments, skimmed for `serve status` (skim_deployment_list, JSON only).
+    Result<ApiAnswer> list_deployments_for_status(const std::string& path);
     // A streamed GET (pods/log?follow, ?watch): pieces as they arrive; `on_chunk` returning false stops.
     Status stream(const std::string& path, const std::function<bool(std::string_view)>& on_chunk,
                   std::vector<int> pass = {}, int* status = nullptr);
@@ -55,9 +57,10 @@ public:
                     const std::string& path) const;
 
 private:
+    enum class Slim { none, status, deployments };
     Result<ApiAnswer> exchange(const std::string& method, const std::string& path, const nlohmann::json& body,
                                const std::vector<int>& pass, bool idempotent, const std::string& content_type,
-                               bool slim);
+                               Slim slim);
     Status ensure_client();
     net::Headers auth_headers(std::string accept = "application/json") const;
 

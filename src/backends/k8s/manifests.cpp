@@ -611,6 +611,10 @@ Result<Manifests> render_manifests(const TaskSpec& spec, const JobPlan& plan, bo
     return m;
 }
 
+std::string escape_kubelet_expansion(std::string_view text) {
+    return escape_expansion(text);
+}
+
 Result<json> task_pod_template(const TaskSpec& spec, const JobPlan& plan) {
     if (auto ok = check_pod_config(spec.kubernetes.pod_config); !ok) {
         return tl::unexpected(ok.error());

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -114,6 +115,9 @@ std::string to_yaml_documents(const std::vector<const nlohmann::json*>& docs);
 
 // The pod template of `plan`'s single Job, pod_config merged (what a service's Deployment runs), and the
 // Secret of the task's `secrets:` (named "<base>-secrets"): the pieces serve_manifests.cpp reuses.
+// Every `$` doubled: the kubelet turns `$$` back into `$` and expands `$(NAME)` in env values, container
+// command and args, and exec probe commands.
+std::string escape_kubelet_expansion(std::string_view text);
 Result<nlohmann::json> task_pod_template(const TaskSpec& spec, const JobPlan& plan);
 Result<nlohmann::json> secret_manifest(const TaskSpec& spec, const JobPlan& plan, bool mask_secrets);
 

@@ -55,11 +55,14 @@ constexpr std::int64_t k_max_window = 3600;
 json probe_action(const ServiceSpec& service, int port) {
     const auto& p = service.readiness_probe;
     if (p.post_data) {
-        json command = {"/bin/sh", "-c", std::string(k_post_probe), "tandem-probe",
-                        fmt::format("http://127.0.0.1:{}{}", port, p.path), p.post_data->dump(),
+        // The kubelet expands $(NAME) and $$ in an exec probe's command as in a container's: every `$` of
+        // the script, the path, the body and the headers is written doubled.
+        json command = {"/bin/sh", "-c", escape_kubelet_expansion(k_post_probe), "tandem-probe",
+                        escape_kubelet_expansion(fmt::format("http://127.0.0.1:{}{}", port, p.path)),
+                        escape_kubelet_expansion(p.post_data->dump()),
                         std::to_string(std::max<std::int64_t>(1, p.timeout_seconds))};
         for (const auto& [name, value] : p.headers) {
-            command.push_back(name + ": " + value);
+            command.push_back(escape_kubelet_expansion(name + ": " + value));
         }
         return {{"exec", {{"command", command}}}};
     }
@@ -193,11 +196,11 @@ std::string service_selector(const std::string& name) {
 }
 
 std::string qps_quantity(double qps) {
-    const auto milli = static_cast<long long>(std::llround(qps * 1000));
+    const auto milli = std::max(1LL, static_cast<long long>(std::llround(qps * 1000))); // never "0"
     if (milli % 1000 == 0) {
         return std::to_string(milli / 1000);
     }
-    return fmt::format("{}m", std::max(1LL, milli));
+    return fmt::format("{}m", milli);
 }
 
 Result<ServeManifests> render_serve_manifests(const TaskSpec& spec, const ServePlan& plan, bool mask_secrets) {
@@ -252,10 +255,15 @@ Result<ServeManifests> render_serve_manifests(const TaskSpec& spec, const ServeP
                                       "ready replicas (kube-proxy); there is no per-request balancer",
                                       *s.load_balancing_policy));
     }
+    json annotations = {{std::string(k_service_version_label), std::to_string(plan.version)}};
+    if (hpa) { // what `serve status` shows without reading the autoscaler
+        annotations[std::string(k_service_autoscale_annotation)] =
+            fmt::format("{}-{}", s.min_replicas, *s.max_replicas);
+    }
     json metadata = {{"name", plan.name},
                      {"namespace", plan.pod.namespace_name},
                      {"labels", service_labels(spec, plan)},
-                     {"annotations", {{std::string(k_service_version_label), std::to_string(plan.version)}}}};
+                     {"annotations", annotations}};
     json dep_spec = {
         {"replicas", s.min_replicas},
         {"selector", {{"matchLabels", {{std::string(k_service_label), plan.name}}}}},

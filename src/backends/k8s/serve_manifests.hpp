@@ -30,6 +30,11 @@ namespace tandem::k8s {
 
 inline constexpr std::string_view k_service_label = "tandem.dev/service";
 inline constexpr std::string_view k_service_version_label = "tandem.dev/service-version";
+// On the Deployment, so that `serve status` of many services is one list of Deployments: the autoscaler's
+// range ("2-4", only with an HPA) and the Service's address ("10.96.0.12:8000", written by serve up and
+// update once the Service has its address; absent for a LoadBalancer, whose address comes later).
+inline constexpr std::string_view k_service_autoscale_annotation = "tandem.dev/autoscale";
+inline constexpr std::string_view k_service_endpoint_annotation = "tandem.dev/endpoint";
 
 struct ServePlan {
     std::string name;           // DNS-1123 label: the Deployment's, Service's and HPA's name

@@ -269,3 +269,33 @@ TEST_CASE("skim: members of the wrong type are filtered by the same table and re
     CHECK(to_job_update(view).state == to_job_update(full_view).state);
     CHECK(to_job_update(view).reason == to_job_update(full_view).reason);
 }
+
+TEST_CASE("skim: a recorded Deployment List keeps what serve status reads and nothing of the pod template") {
+    const auto text = fixture_text("serve-deployments-v1.20.json");
+    const auto full = json::parse(text);
+    auto skimmed = skim_deployment_list(text);
+    REQUIRE(skimmed);
+    REQUIRE(skimmed->at("items").size() == full["items"].size());
+    REQUIRE_FALSE(full["items"].empty());
+    for (std::size_t i = 0; i < full["items"].size(); ++i) {
+        const auto& f = full["items"][i];
+        const auto& s = (*skimmed)["items"][i];
+        json want = keep_only(f, {"apiVersion", "kind"}); // items of a List carry neither
+        want["metadata"] = keep_only(f["metadata"], {"name", "namespace", "generation", "creationTimestamp",
+                                                     "deletionTimestamp"});
+        want["metadata"]["labels"] = keep_only(f["metadata"]["labels"], {"tandem.dev/service"});
+        want["metadata"]["annotations"] = keep_only(
+            f["metadata"]["annotations"], {"tandem.dev/service-version", "tandem.dev/autoscale", "tandem.dev/endpoint"});
+        want["spec"] = keep_only(f["spec"], {"replicas"});
+        want["status"] = keep_only(f["status"], {"observedGeneration", "replicas", "readyReplicas", "updatedReplicas",
+                                                  "availableReplicas", "conditions"});
+        CHECK(s == want);
+        CHECK_FALSE(s["spec"].contains("template"));
+        CHECK(s["metadata"]["annotations"].contains("tandem.dev/endpoint"));
+    }
+    CHECK(skimmed->dump().size() * 4 < text.size());
+    // Malformed text is an error, never a crash, at every length.
+    for (std::size_t n = 0; n < text.size(); n += 97) {
+        CHECK_FALSE(skim_deployment_list(std::string_view(text).substr(0, n)));
+    }
+}
