@@ -50,7 +50,7 @@ TEST_CASE("completion: bash completes commands, flags, job ids, clusters and tas
     REQUIRE(run({"/bin/bash", "-n", path}).exit_code == 0);
 
     auto commands = complete_in_bash(t, path, {"tandem", "s"});
-    CHECK(commands == std::vector<std::string>{"status", "shell"});
+    CHECK(commands == std::vector<std::string>{"status", "shell", "serve"});
     auto flags = complete_in_bash(t, path, {"tandem", "logs", "--n"});
     CHECK(flags == std::vector<std::string>{"--node"});
     auto clusters = complete_in_bash(t, path, {"tandem", "status", "--cluster", ""});
