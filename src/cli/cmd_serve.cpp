@@ -75,6 +75,19 @@ Result<store::ServiceRecord> find_service(Context& ctx, const std::string& name)
     return **found;
 }
 
+// The recorded service and its cluster's backend.
+Result<std::pair<store::ServiceRecord, Backend*>> service_and_backend(Context& ctx, const std::string& name) {
+    auto record = find_service(ctx, name);
+    if (!record) {
+        return tl::unexpected(record.error());
+    }
+    auto backend = ctx.backend(record->cluster);
+    if (!backend) {
+        return tl::unexpected(backend.error());
+    }
+    return std::make_pair(std::move(*record), *backend);
+}
+
 ServiceRef ref_of(const store::ServiceRecord& r) {
     return ServiceRef{r.name, r.namespace_name};
 }
@@ -262,16 +275,13 @@ Result<int> serve_update(Context& ctx, const ServeFlags& flags) {
 }
 
 Result<int> serve_down(Context& ctx, const ServeFlags& flags) {
-    auto record = find_service(ctx, flags.name);
-    if (!record) {
-        return tl::unexpected(record.error());
+    auto found = service_and_backend(ctx, flags.name);
+    if (!found) {
+        return tl::unexpected(found.error());
     }
-    auto backend = ctx.backend(record->cluster);
-    if (!backend) {
-        return tl::unexpected(backend.error());
-    }
-    note(fmt::format("tandem: removing service {} from {}", record->name, record->cluster));
-    auto removed = (*backend)->serve_down(ref_of(*record));
+    const auto& [record, backend] = *found;
+    note(fmt::format("tandem: removing service {} from {}", record.name, record.cluster));
+    auto removed = backend->serve_down(ref_of(record));
     if (!removed) {
         return tl::unexpected(removed.error()); // the record stays: down can be run again
     }
@@ -279,27 +289,24 @@ Result<int> serve_down(Context& ctx, const ServeFlags& flags) {
     if (!store) {
         return tl::unexpected(store.error());
     }
-    if (auto gone = (*store)->remove_service(record->name); !gone) {
+    if (auto gone = (*store)->remove_service(record.name); !gone) {
         return tl::unexpected(gone.error());
     }
     if (!*removed) {
-        note(fmt::format("tandem: nothing of service {} was left on {}", record->name, record->cluster));
+        note(fmt::format("tandem: nothing of service {} was left on {}", record.name, record.cluster));
     }
-    flags.json ? print_json({{"name", record->name}, {"removed", true}}) : print_stdout(record->name + "\n");
+    flags.json ? print_json({{"name", record.name}, {"removed", true}}) : print_stdout(record.name + "\n");
     return exit_code::ok;
 }
 
 Result<int> serve_logs(Context& ctx, const ServeFlags& flags) {
-    auto record = find_service(ctx, flags.name);
-    if (!record) {
-        return tl::unexpected(record.error());
+    auto found = service_and_backend(ctx, flags.name);
+    if (!found) {
+        return tl::unexpected(found.error());
     }
-    auto backend = ctx.backend(record->cluster);
-    if (!backend) {
-        return tl::unexpected(backend.error());
-    }
+    const auto& [record, backend] = *found;
     LogOptions options{flags.follow, flags.tail, std::nullopt};
-    auto streamed = (*backend)->serve_logs(ref_of(*record), options, [](std::string_view chunk) {
+    auto streamed = backend->serve_logs(ref_of(record), options, [](std::string_view chunk) {
         print_stdout(std::string(chunk));
         return true;
     });

@@ -244,8 +244,12 @@ spec:
     scaleUp: {stabilizationWindowSeconds: 0}
     scaleDown: {stabilizationWindowSeconds: 5}
 EOF
-    raw=$(k get --raw "/apis/custom.metrics.k8s.io/v1beta1/namespaces/$K8S_NAMESPACE/pods/*/$metric?labelSelector=app%3D$NAME")
-    [[ $raw == *'"metricName": "'$metric'"'* ]] || fail "custom metrics API answered: $raw"
+    # The API has a value for a pod once it runs (as an adapter has one once the pod reports).
+    metric_served() {
+      raw=$(k get --raw "/apis/custom.metrics.k8s.io/v1beta1/namespaces/$K8S_NAMESPACE/pods/*/$metric?labelSelector=app%3D$NAME")
+      [[ $raw == *'"metricName": "'$metric'"'* ]]
+    }
+    wait_until 30 "the custom metrics API serving $metric for the running pod" metric_served
     replicas() { k get deployment "$NAME" -o jsonpath='{.status.readyReplicas}'; }
     set_metric 25
     at_three() { [[ $(replicas) == 3 ]]; }
