@@ -353,6 +353,10 @@ Result<int> serve_status(Context& ctx, const ServeFlags& flags) {
         if (!row.view.reason.empty()) {
             out += "Reason: " + row.view.reason + "\n";
         }
+        if (row.view.current_qps && row.view.max_replicas) {
+            out += fmt::format("Load: {:.3g} requests/s per replica (the autoscaler keeps {}-{} replicas)\n",
+                               *row.view.current_qps, row.view.min_replicas.value_or(1), *row.view.max_replicas);
+        }
         if (!row.view.replicas.empty()) {
             Table t({"REPLICA", "POD", "VERSION", "STATE", "ADDRESS", "NODE", "RESTARTS", "AGE", "REASON"});
             int k = 0;
@@ -453,6 +457,7 @@ nlohmann::json service_json(const ServiceRow& row) {
                         {"ready", v.ready},
                         {"desired", v.desired},
                         {"updated", v.updated},
+                        {"old_versions", v.old_versions},
                         {"min_replicas", opt(v.min_replicas)},
                         {"max_replicas", opt(v.max_replicas)},
                         {"current_qps", opt(v.current_qps)},
@@ -472,7 +477,12 @@ Table service_table(const std::vector<ServiceRow>& rows, std::int64_t now) {
                                    ? fmt::format("{} ({}-{})", v.desired, *v.min_replicas, *v.max_replicas)
                                    : std::to_string(v.desired);
         std::string status = r.unreachable ? "UNKNOWN (" + r.unreachable_reason + ")" : v.status;
-        t.add({r.record.name, r.record.cluster, std::to_string(v.version > 0 ? v.version : r.record.version),
+        std::string version = std::to_string(v.version > 0 ? v.version : r.record.version);
+        for (std::size_t i = 0; i < v.old_versions.size(); ++i) {
+            version += (i == 0 ? " (from " : ", ") + std::to_string(v.old_versions[i]) +
+                       (i + 1 == v.old_versions.size() ? ")" : "");
+        }
+        t.add({r.record.name, r.record.cluster, version,
                r.unreachable ? "-" : fmt::format("{}/{}", v.ready, v.desired), r.unreachable ? "-" : replicas,
                v.endpoint.empty() ? "-" : v.endpoint, coloured_state(status), human_duration(now - r.record.created_at)});
     }

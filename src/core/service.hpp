@@ -51,6 +51,7 @@ struct ServiceView {
     std::string status;   // READY, STARTING, UPDATING, NOT_READY, NO_REPLICAS, GONE
     std::string reason;   // why it is not READY (the first replica's reason, a Deployment condition)
     std::int64_t created_at = 0;
+    std::vector<int> old_versions;     // versions of replicas still running during an update (when read)
     std::vector<ReplicaView> replicas; // only when asked for
 };
 

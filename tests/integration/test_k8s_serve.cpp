@@ -264,7 +264,8 @@ TEST_CASE("k8s serve: serve update rolls to a new version with never fewer ready
             versions.insert(r.value("version", 0));
         }
         if (versions.count(1) && versions.count(2)) {
-            both_versions = both_versions || j.value("status", "") == "UPDATING";
+            both_versions = both_versions || (j.value("status", "") == "UPDATING" &&
+                                              j.value("old_versions", nlohmann::json::array()) == nlohmann::json{1});
         }
         return j.value("status", "") == "READY" && j.value("version", 0) == 2 && versions == std::set<int>{2};
     }, 120s);

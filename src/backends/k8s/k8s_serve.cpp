@@ -506,6 +506,13 @@ Result<std::vector<ServiceView>> K8sBackend::serve_status(const std::vector<Serv
             std::sort(list.begin(), list.end(), [](const ReplicaView& a, const ReplicaView& b) {
                 return a.created_at != b.created_at ? a.created_at < b.created_at : a.pod < b.pod;
             });
+            std::set<int> old;
+            for (const auto& r : list) {
+                if (r.version != v.version && r.state != "TERMINATING") {
+                    old.insert(r.version);
+                }
+            }
+            v.old_versions.assign(old.begin(), old.end());
             if (v.status == "STARTING" || v.status == "UPDATING") {
                 for (const auto& r : list) {
                     if ((r.state == "FAILED" || r.state == "NOT_READY" || r.state == "PENDING") && !r.reason.empty()) {
