@@ -199,10 +199,8 @@ Result<int> serve_up(Context& ctx, const ServeFlags& flags) {
         return tl::unexpected(up.error());
     }
     record.namespace_name = up->namespace_name;
-    // The namespace is known only now: the row is written again with it.
-    (void)(*store)->remove_service(*name);
-    if (auto again = (*store)->insert_service(record); !again) {
-        return tl::unexpected(again.error());
+    if (auto noted = (*store)->set_service_namespace(*name, record.namespace_name); !noted) {
+        return tl::unexpected(noted.error());
     }
     for (const auto& n : up->notes) {
         note("tandem: note: " + n);

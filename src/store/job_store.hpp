@@ -121,6 +121,8 @@ public:
     // false when it is not, or the service is gone).
     Result<bool> update_service(const std::string& name, int expected_version, int version,
                                 const std::string& spec_json, std::int64_t now);
+    // `serve up`, once the cluster has said which namespace holds it; false when the service is gone.
+    Result<bool> set_service_namespace(const std::string& name, const std::string& namespace_name);
     // `serve down`: false when there was no such service.
     Result<bool> remove_service(const std::string& name);
 

@@ -120,6 +120,27 @@ Result<bool> JobStore::update_service(const std::string& name, int expected_vers
     return true;
 }
 
+Result<bool> JobStore::set_service_namespace(const std::string& name, const std::string& namespace_name) {
+    auto txn = begin_write();
+    if (!txn) {
+        return tl::unexpected(txn.error());
+    }
+    auto stmt = prepare("UPDATE services SET namespace = ?1 WHERE name = ?2");
+    if (!stmt) {
+        return tl::unexpected(stmt.error());
+    }
+    stmt->bind(1, namespace_name);
+    stmt->bind(2, name);
+    if (stmt->step() != SQLITE_DONE) {
+        return tl::unexpected(sqlite_error(fmt::format("cannot record the namespace of service '{}'", name)));
+    }
+    const bool changed = sqlite3_changes(m_db) != 0;
+    if (txn->commit() != SQLITE_OK) {
+        return tl::unexpected(sqlite_error(fmt::format("cannot record the namespace of service '{}'", name)));
+    }
+    return changed;
+}
+
 Result<bool> JobStore::remove_service(const std::string& name) {
     auto txn = begin_write();
     if (!txn) {

@@ -230,3 +230,21 @@ TEST_CASE("an unversioned file with a services table of another layout is refuse
           "job store " + path + " is not a tandem job store: its services table has another layout");
     CHECK(read_bytes(path) == before);
 }
+
+TEST_CASE("set_service_namespace: the namespace is recorded once the cluster has said it and a gone service is not") {
+    TempDir dir;
+    auto store = open_store(dir.file("jobs.db"));
+    auto service = sample_service("llm");
+    service.namespace_name.clear();
+    REQUIRE(store->insert_service(service).value());
+    auto noted = store->set_service_namespace("llm", "serving");
+    REQUIRE(noted);
+    CHECK(*noted);
+    auto got = get_ok(*store, "llm");
+    CHECK(got.namespace_name == "serving");
+    CHECK(got.version == 1);
+    CHECK(got.spec_json == service.spec_json);
+    auto missing = store->set_service_namespace("nope", "serving");
+    REQUIRE(missing);
+    CHECK_FALSE(*missing);
+}
