@@ -1,5 +1,5 @@
 // `tandem completion bash|zsh|fish`: a completion script for commands, flags, job ids (with their names,
-// where the shell shows descriptions), cluster names (for --cluster and --infra) and task files. The
+// where the shell shows descriptions), `serve` subcommands and service names, cluster names (for --cluster and --infra) and task files. The
 // commands and flags are read from the command table when the script is made, so it never goes stale
 // against the binary that printed it; job ids and clusters come from `tandem __complete` at completion
 // time, which reads the local job store and config only (no network, no backend).
@@ -93,6 +93,15 @@ _tandem() {{
         {3}) compopt -o filenames 2>/dev/null
             COMPREPLY=($(compgen -f -X '!*.yaml' -- "$cur") $(compgen -f -X '!*.yml' -- "$cur") $(compgen -d -- "$cur")) ;;
         completion) COMPREPLY=($(compgen -W 'bash zsh fish' -- "$cur")) ;;
+        serve)
+            if [ "$COMP_CWORD" -eq 2 ]; then
+                COMPREPLY=($(compgen -W 'up status logs update down' -- "$cur"))
+            elif [ "${{COMP_WORDS[2]}}" = up ] || {{ [ "${{COMP_WORDS[2]}}" = update ] && [ "$COMP_CWORD" -ge 4 ]; }}; then
+                compopt -o filenames 2>/dev/null
+                COMPREPLY=($(compgen -f -X '!*.yaml' -- "$cur") $(compgen -f -X '!*.yml' -- "$cur") $(compgen -d -- "$cur"))
+            elif [ "$COMP_CWORD" -eq 3 ]; then
+                COMPREPLY=($(compgen -W "$(tandem __complete services 2>/dev/null)" -- "$cur"))
+            fi ;;
     esac
 }}
 complete -F _tandem tandem
@@ -128,6 +137,12 @@ std::string fish_script(const std::vector<CommandInfo>& table) {
         }
     }
     s += "complete -c tandem -n '__fish_seen_subcommand_from completion' -a 'bash zsh fish'\n";
+    s += "complete -c tandem -n '__fish_seen_subcommand_from serve; and not __fish_seen_subcommand_from up status "
+         "logs update down' -a 'up status logs update down'\n";
+    s += "complete -c tandem -n '__fish_seen_subcommand_from serve; and __fish_seen_subcommand_from status logs "
+         "update down' -a '(tandem __complete services 2>/dev/null)'\n";
+    s += "complete -c tandem -n '__fish_seen_subcommand_from serve; and __fish_seen_subcommand_from up update' -F "
+         "-a '(__fish_complete_suffix .yaml; __fish_complete_suffix .yml)'\n";
     return s;
 }
 
@@ -157,7 +172,7 @@ void setup_completion(CLI::App& command, Action& action) {
     });
 }
 
-// `tandem __complete jobs|clusters|infra`: candidates, one per line, from the store and config only.
+// `tandem __complete jobs|services|clusters|infra`: candidates, one per line, from the store and config only.
 void setup_complete_helper(CLI::App& command, Action& action) {
     auto what = std::make_shared<std::string>();
     auto described = std::make_shared<bool>(false);
@@ -182,6 +197,16 @@ void setup_complete_helper(CLI::App& command, Action& action) {
                             out += "\t" + it->name + " (" + std::string(to_string(it->state)) + ")";
                         }
                         out += "\n";
+                    }
+                }
+            } else if (*what == "services") {
+                auto store = ctx.store();
+                if (!store) {
+                    return exit_code::ok;
+                }
+                if (auto services = (*store)->list_services()) {
+                    for (const auto& sv : *services) {
+                        out += sv.name + "\n";
                     }
                 }
             } else if (*what == "clusters" || *what == "infra") {

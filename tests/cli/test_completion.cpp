@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "store/job_store.hpp"
+
 #include <filesystem>
 
 #include "run_tandem.hpp"
@@ -74,6 +76,23 @@ TEST_CASE("completion: bash completes commands, flags, job ids, clusters and tas
     CHECK(jobs == std::vector<std::string>{"2", "1"});
     auto described = t.tandem({"__complete", "jobs", "--described"});
     CHECK(contains(described.out, "2\thello (SUCCEEDED)\n"));
+
+    // serve: its subcommands, task files for up and update, service names from the store.
+    CHECK(complete_in_bash(t, path, {"tandem", "serve", "u"}) == std::vector<std::string>{"up", "update"});
+    CHECK(has(complete_in_bash(t, path, {"tandem", "serve", "up", "tasks/"}), "tasks/train.yaml"));
+    {
+        auto store = tandem::store::JobStore::open(t.state_dir() + "/jobs.db");
+        REQUIRE(store);
+        tandem::store::ServiceRecord service;
+        service.name = "llm";
+        service.cluster = "lab";
+        service.backend = "kubernetes";
+        service.spec_json = "{}";
+        REQUIRE((*store)->insert_service(service).value());
+    }
+    CHECK(complete_in_bash(t, path, {"tandem", "serve", "logs", ""}) == std::vector<std::string>{"llm"});
+    CHECK(complete_in_bash(t, path, {"tandem", "serve", "update", "l"}) == std::vector<std::string>{"llm"});
+    CHECK(has(complete_in_bash(t, path, {"tandem", "serve", "update", "llm", "tasks/"}), "tasks/train.yaml"));
 }
 
 TEST_CASE("completion: zsh and fish scripts, and a clear error for another shell") {
