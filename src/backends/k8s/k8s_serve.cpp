@@ -42,6 +42,17 @@ std::string any_service_query() {
     return "?labelSelector=" + query_escape(std::string(k_service_label));
 }
 
+// Reads of one member that never throw, whatever the server sent: a missing or mistyped member is the
+// fallback.
+std::string text_of(const json& j, const char* key, const std::string& fallback = {}) {
+    const json* v = fields::get(&j, key);
+    return v != nullptr && v->is_string() ? v->get<std::string>() : fallback;
+}
+int number_of(const json& j, const char* key, int fallback) {
+    const json* v = fields::get(&j, key);
+    return v != nullptr && v->is_number_integer() ? v->get<int>() : fallback;
+}
+
 int int_at(const json& j, const char* a, const char* b) {
     const json* v = fields::at(j, a, b);
     return v != nullptr && v->is_number_integer() ? v->get<int>() : 0;
@@ -64,8 +75,8 @@ int version_of(const json& object, bool label) {
 bool pod_ready(const json& pod) {
     const json* conditions = fields::at(pod, "status", "conditions");
     for (const auto& c : conditions != nullptr && conditions->is_array() ? *conditions : json::array()) {
-        if (c.value("type", "") == "Ready") {
-            return c.value("status", "") == "True";
+        if (text_of(c, "type") == "Ready") {
+            return text_of(c, "status") == "True";
         }
     }
     return false;
@@ -83,10 +94,10 @@ ReplicaView replica_of(const json& pod, const std::map<std::string, std::string>
     const json* statuses = fields::at(pod, "status", "containerStatuses");
     std::string waiting, waiting_message, terminated;
     for (const auto& cs : statuses != nullptr && statuses->is_array() ? *statuses : json::array()) {
-        if (cs.value("name", "") != "main") {
+        if (text_of(cs, "name") != "main") {
             continue;
         }
-        r.restarts = cs.value("restartCount", 0);
+        r.restarts = number_of(cs, "restartCount", 0);
         waiting = fields::str_at(cs, "state", "waiting", "reason");
         waiting_message = fields::str_at(cs, "state", "waiting", "message");
         if (const json* t = fields::at(cs, "lastState", "terminated"); t != nullptr && t->is_object()) {
@@ -104,8 +115,8 @@ ReplicaView replica_of(const json& pod, const std::map<std::string, std::string>
         r.state = "PENDING";
         const json* conditions = fields::at(pod, "status", "conditions");
         for (const auto& c : conditions != nullptr && conditions->is_array() ? *conditions : json::array()) {
-            if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") {
-                r.reason = c.value("message", c.value("reason", ""));
+            if (text_of(c, "type") == "PodScheduled" && text_of(c, "status") == "False") {
+                r.reason = text_of(c, "message", text_of(c, "reason"));
             }
         }
     } else if (!waiting.empty() && waiting != "ContainerCreating" && waiting != "PodInitializing") {
@@ -129,13 +140,13 @@ std::string endpoint_of(const json& service) {
         return "";
     }
     const json& p = (*ports)[0];
-    const int port = p.value("port", 0);
+    const int port = number_of(p, "port", 0);
     const auto type = fields::str_at(service, "spec", "type");
     if (type == "LoadBalancer") {
         const json* ingress = fields::at(service, "status", "loadBalancer", "ingress");
         if (ingress != nullptr && ingress->is_array() && !ingress->empty()) {
             const auto& first = (*ingress)[0];
-            const std::string host = first.value("ip", first.value("hostname", ""));
+            const std::string host = text_of(first, "ip", text_of(first, "hostname"));
             if (!host.empty()) {
                 return fmt::format("{}:{}", host, port);
             }
@@ -143,7 +154,7 @@ std::string endpoint_of(const json& service) {
         return "<pending>";
     }
     if (type == "NodePort") {
-        return fmt::format("NODE:{}", p.value("nodePort", 0));
+        return fmt::format("NODE:{}", number_of(p, "nodePort", 0));
     }
     const auto ip = fields::str_at(service, "spec", "clusterIP");
     return ip.empty() || ip == "None" ? "" : fmt::format("{}:{}", ip, port);
@@ -206,7 +217,7 @@ Result<ServePlan> K8sBackend::serve_plan(const TaskSpec& spec, const Placement& 
         if (listed->status == 200) {
             const json* resources = fields::get(&listed->body, "resources");
             for (const auto& r : resources != nullptr && resources->is_array() ? *resources : json::array()) {
-                if (r.is_object() && r.value("name", "") == "pods/" + plan.qps_metric) {
+                if (text_of(r, "name") == "pods/" + plan.qps_metric) {
                     plan.metric_served = true;
                 }
             }
@@ -437,8 +448,8 @@ Result<std::vector<ServiceView>> K8sBackend::serve_status(const std::vector<Serv
                 }
             }
             if (auto h = hpas.find(v.name); h != hpas.end()) {
-                v.min_replicas = h->second["spec"].value("minReplicas", 1);
-                v.max_replicas = h->second["spec"].value("maxReplicas", 0);
+                v.min_replicas = int_at(h->second, "spec", "minReplicas") > 0 ? int_at(h->second, "spec", "minReplicas") : 1;
+                v.max_replicas = int_at(h->second, "spec", "maxReplicas");
                 const json* metrics = fields::at(h->second, "status", "currentMetrics");
                 for (const auto& cm : metrics != nullptr && metrics->is_array() ? *metrics : json::array()) {
                     const auto q = fields::str_at(cm, "pods", "current", "averageValue");

@@ -96,6 +96,15 @@ void add_probes(json& container, const ServiceSpec& service, int port) {
     container["livenessProbe"] = liveness;
 }
 
+// A port entry's containerPort (pod_config may hold anything there); 0 when it has none.
+int container_port_of(const json& p) {
+    if (!p.is_object()) {
+        return 0;
+    }
+    auto it = p.find("containerPort");
+    return it != p.end() && it->is_number_integer() ? it->get<int>() : 0;
+}
+
 json service_labels(const TaskSpec& spec, const ServePlan& plan) {
     json labels = json::object();
     for (const auto& [k, v] : spec.resources.labels) {
@@ -127,13 +136,13 @@ Status make_replica(json& tmpl, const TaskSpec& spec, const ServePlan& plan, int
         ports = json::array();
     }
     const bool declared = std::any_of(ports.begin(), ports.end(), [&](const json& p) {
-        return p.is_object() && p.value("containerPort", 0) == port;
+        return container_port_of(p) == port;
     });
     if (!declared) {
         ports.push_back({{"containerPort", port}, {"protocol", "TCP"}});
     }
     for (auto& p : ports) {
-        if (p.is_object() && p.value("containerPort", 0) == port) {
+        if (container_port_of(p) == port) {
             p["name"] = "http";
         }
     }
@@ -145,7 +154,7 @@ Status make_replica(json& tmpl, const TaskSpec& spec, const ServePlan& plan, int
         out.push_back({{"name", "TANDEM_SERVICE_VERSION"}, {"value", std::to_string(plan.version)}});
         out.push_back({{"name", "TANDEM_POD_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}});
         for (auto& e : env) {
-            if (e.value("name", "") == "TANDEM_GIT_DIR") { // replicas may share a node's /tmp
+            if (e.is_object() && e.contains("name") && e["name"] == "TANDEM_GIT_DIR") { // replicas may share a node's /tmp
                 e["value"] = "/tmp/tandem-workdir-$(TANDEM_POD_NAME)";
             }
             out.push_back(e);
