@@ -172,7 +172,9 @@ void note_endpoint(json& deployment, const json& service) {
 // a few fields of them, and 20 whole Deployments are 200 KB of JSON).
 Result<std::map<std::string, json>> by_service(KubeApi& api, const std::string& path, std::vector<int> pass = {},
                                                bool deployments = false) {
-    auto listed = deployments ? api.list_deployments_for_status(path + any_service_query())
+    // The Deployments from the API server's watch cache (resourceVersion=0, as informers list): a status view
+    // may be milliseconds behind, and the server answers without a round trip to etcd.
+    auto listed = deployments ? api.list_deployments_for_status(path + any_service_query() + "&resourceVersion=0")
                               : api.call("GET", path + any_service_query(), {}, std::move(pass));
     if (!listed) {
         return tl::unexpected(listed.error());
