@@ -217,12 +217,17 @@ TEST_CASE("ssh: tandem shell on a pseudo-terminal runs a command and exits with 
     REQUIRE(launched.exit_code == 0);
     const int id = launched_id(launched);
     lab.wait_state(id, "RUNNING");
+    // The node Slurm gave the job (any node of the partition): where the shell must land too.
+    auto where = lab.tandem({"exec", std::to_string(id), "--", "sh", "-c", "echo \"$SLURMD_NODENAME\""});
+    REQUIRE(where.exit_code == 0);
+    const std::string node = where.out.substr(0, where.out.find('\n'));
+    REQUIRE_FALSE(node.empty());
     auto shell = run_in_pty(lab.options.env, {"shell", std::to_string(id)}, 123, 45,
                             "echo \"cols=$(tput cols) node=$SLURMD_NODENAME sum=$((6*7))\"; exit 5\r");
     INFO(shell.screen);
     CHECK(contains(shell.screen, "sum=42"));
     CHECK(contains(shell.screen, "cols=123"));
-    CHECK(contains(shell.screen, "node=cpu"));
+    CHECK(contains(shell.screen, "node=" + node + " "));
     CHECK(shell.exit_code == 5);
     lab.tandem({"cancel", std::to_string(id)});
 
