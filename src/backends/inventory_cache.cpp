@@ -4,15 +4,13 @@
 #include <fstream>
 #include <unistd.h>
 
+#include "sys/clock.hpp"
+
 namespace tandem::backends {
 
 namespace {
 
-std::int64_t now_seconds() {
-    return std::chrono::duration_cast<std::chrono::seconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
+using sys::now_seconds;
 
 } // namespace
 

@@ -128,4 +128,30 @@ Result<std::unique_ptr<Backend>> make_backend(const ClusterConfig& cluster, cons
     return fail(ErrorKind::internal, fmt::format("no backend for cluster '{}'", cluster.name));
 }
 
+Error capability_refusal(const Backend& backend, Capability capability, std::int64_t job_id) {
+    const std::string& cluster = backend.cluster();
+    switch (capability) {
+    case Capability::exec:
+        if (backend.kind() == BackendKind::slurm) {
+            return Error{
+                ErrorKind::invalid_spec,
+                fmt::format("cluster {} is reached over slurmrestd only, which runs no interactive steps",
+                            cluster),
+                "add ssh: to the cluster in config.yaml (exec and shell run srun on the login node)"};
+        }
+        return Error{ErrorKind::invalid_spec, cluster + ": this backend cannot run a command beside a job",
+                     ""};
+    case Capability::attach:
+        return Error{ErrorKind::invalid_spec, cluster + ": attach is not supported on this backend",
+                     fmt::format("tandem logs -f {} follows the job's output", job_id)};
+    case Capability::group_addresses:
+        return Error{ErrorKind::invalid_spec, cluster + ": this backend cannot run job group members", ""};
+    case Capability::services:
+        return Error{ErrorKind::invalid_spec, cluster + ": services run on Kubernetes clusters only", ""};
+    case Capability::watch:
+        return Error{ErrorKind::invalid_spec, cluster + ": this backend has no change feed", ""};
+    }
+    return Error{ErrorKind::internal, cluster + ": unknown capability", ""};
+}
+
 } // namespace tandem::backends

@@ -1,6 +1,7 @@
 #pragma once
 // Every backend kind tandem knows, in one table: adding a backend means adding a row here.
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,5 +30,9 @@ const std::vector<BackendEntry>& backend_table();
 bool uses_libcurl(const ClusterConfig& cluster);
 
 Result<std::unique_ptr<Backend>> make_backend(const ClusterConfig& cluster, const BackendContext& context);
+
+// The one-line refusal (with its hint) for a backend that does not offer `capability`
+// (Backend::capabilities() left it null); `job_id` names the job in hints where one is known.
+Error capability_refusal(const Backend& backend, Capability capability, std::int64_t job_id = 0);
 
 } // namespace tandem::backends

@@ -9,8 +9,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "cli/commands.hpp"
 #include "backends/upload/progress.hpp"
+#include "cli/commands.hpp"
 #include "cli/output.hpp"
 
 namespace tandem::cli {
@@ -32,7 +32,8 @@ constexpr CommandEntry k_commands[] = {
     {"shell", "Open an interactive shell on a running job's node", setup_shell},
     {"attach", "Follow a running job's output live until it ends, with its exit code", setup_attach},
     {"cancel", "Cancel jobs", setup_cancel},
-    {"serve", "Run a `service:` task as replicas behind one endpoint (Kubernetes): up, status, logs, update, down",
+    {"serve",
+     "Run a `service:` task as replicas behind one endpoint (Kubernetes): up, status, logs, update, down",
      setup_serve},
     {"plan", "Dry run: show where a task would run, why, and what would be submitted", setup_plan},
     {"check", "Check that each configured cluster is reachable and accepts our credentials", setup_check},
@@ -49,6 +50,11 @@ void print_error(const Error& e) {
     if (!e.hint.empty()) {
         std::fprintf(stderr, "hint: %s\n", e.hint.c_str());
     }
+}
+
+// The app layer's events: progress and diagnostics on stderr, one line each.
+void print_event(const app::Event& event) {
+    note(event.level == app::Event::Level::error ? "tandem: error: " + event.text : "tandem: " + event.text);
 }
 
 } // namespace
@@ -84,7 +90,7 @@ int run_action(const Action& action) {
                 std::fflush(stderr);
             });
         }
-        auto ctx = Context::create();
+        auto ctx = app::Session::create(app::system_seams(print_event));
         if (!ctx) {
             print_error(ctx.error());
             return exit_code_for(ctx.error().kind);

@@ -10,7 +10,6 @@
 #include "cli/commands.hpp"
 #include "cli/groups.hpp"
 #include "cli/output.hpp"
-#include "core/fault_point.hpp"
 
 namespace tandem::cli {
 
@@ -70,7 +69,8 @@ Result<int> cancel(Context& ctx, const CancelFlags& flags) {
             return tl::unexpected(view.error());
         }
         if (is_terminal(view->group.record.state)) {
-            note(fmt::format("tandem: job group {} already ended ({})", job.id, to_string(view->group.record.state)));
+            note(fmt::format("tandem: job group {} already ended ({})", job.id,
+                             to_string(view->group.record.state)));
             continue;
         }
         if (auto ok = cancel_group(ctx, *view); !ok) {
@@ -92,23 +92,12 @@ Result<int> cancel(Context& ctx, const CancelFlags& flags) {
             note(fmt::format("tandem: job {} already ended ({})", job.id, to_string(job.state)));
             continue;
         }
-        auto backend = ctx.backend(job.cluster);
-        Status done = backend ? Status{} : Status{tl::unexpected(backend.error())};
-        if (done && !job.remote_id.empty()) {
-            done = (*backend)->cancel(job);
-            fault_point("cancel.remote");
-        }
-        if (!done) {
+        JobRecord target = job;
+        if (auto done = app::cancel_job(ctx, target, std::string(k_user_cancel_reason)); !done) {
             note(fmt::format("tandem: error: job {}: cancel on {} failed: {}", job.id, job.cluster,
                              done.error().message));
             rc = exit_code_for(done.error().kind);
             continue;
-        }
-        const auto now = now_seconds();
-        JobUpdate cancelled{JobState::cancelled, std::string(k_user_cancel_reason), std::nullopt,
-                            std::nullopt, now};
-        if (auto ok = (*store)->update(job.id, cancelled, now); !ok) {
-            return tl::unexpected(ok.error());
         }
         results.push_back({{"id", job.id}, {"name", job.name}, {"state", "CANCELLED"}});
         if (!flags.json) {

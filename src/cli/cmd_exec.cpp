@@ -4,15 +4,15 @@
 // to the remote side, and the shell's exit code is returned. `tandem attach JOB [--node K]`: the rank's
 // output live from now on until its program ends, then that program's exit code (Kubernetes' pods/attach).
 
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
-
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
-#include <sys/ioctl.h>
 #include <termios.h>
 #include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <sys/ioctl.h>
 
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
@@ -82,24 +82,26 @@ private:
 };
 
 Result<std::pair<JobRecord, Backend*>> running_job(Context& ctx, const std::string& ref,
-                                                                     std::optional<int> node,
-                                                                     std::string_view what = "run a command beside") {
+                                                   std::optional<int> node,
+                                                   std::string_view what = "run a command beside") {
     auto job = find_job(ctx, ref);
     if (!job) {
         return tl::unexpected(job.error());
     }
     if (job->is_group()) {
-        return fail(ErrorKind::usage,
-                    fmt::format("job {} is a pipeline or job group: name one of its members' jobs (tandem status "
-                                "{} lists them)",
-                                job->id, job->id));
+        return fail(
+            ErrorKind::usage,
+            fmt::format("job {} is a pipeline or job group: name one of its members' jobs (tandem status "
+                        "{} lists them)",
+                        job->id, job->id));
     }
     if (job->remote_id.empty()) {
-        return fail(ErrorKind::not_found, fmt::format("job {} was never submitted: {}", job->id, job->reason));
+        return fail(ErrorKind::not_found,
+                    fmt::format("job {} was never submitted: {}", job->id, job->reason));
     }
     if (node && (*node < 0 || *node >= job->num_nodes)) {
-        return fail(ErrorKind::usage, fmt::format("--node {}: job {} has {} node(s), ranks 0..{}", *node, job->id,
-                                                  job->num_nodes, job->num_nodes - 1));
+        return fail(ErrorKind::usage, fmt::format("--node {}: job {} has {} node(s), ranks 0..{}", *node,
+                                                  job->id, job->num_nodes, job->num_nodes - 1));
     }
     // Its state now (one refresh): a command goes beside a running job only.
     const auto views = refresh_jobs(ctx, {*job});
@@ -108,7 +110,8 @@ Result<std::pair<JobRecord, Backend*>> running_job(Context& ctx, const std::stri
         return fail(ErrorKind::invalid_spec,
                     fmt::format("job {} is {}{}: nothing to {}", now.id, to_string(now.state),
                                 is_terminal(now.state) ? " (it has ended)" : " (not running yet)", what),
-                    is_terminal(now.state) ? std::string() : fmt::format("tandem status -w {} waits for it", now.id));
+                    is_terminal(now.state) ? std::string()
+                                           : fmt::format("tandem status -w {} waits for it", now.id));
     }
     auto backend = ctx.backend(job->cluster);
     if (!backend) {
@@ -123,12 +126,16 @@ Result<int> exec_command(Context& ctx, const ExecFlags& flags) {
         return tl::unexpected(found.error());
     }
     auto& [job, backend] = *found;
+    auto exec = require(*backend, &Capabilities::exec, Capability::exec, job.id);
+    if (!exec) {
+        return tl::unexpected(exec.error());
+    }
     ExecRequest request{flags.command, flags.node.value_or(0), false};
     ExecIo io;
     io.input_fd = flags.stdin_open ? STDIN_FILENO : -1;
     io.out = [](std::string_view b) { write_all(STDOUT_FILENO, b); };
     io.err = [](std::string_view b) { write_all(STDERR_FILENO, b); };
-    return backend->exec(job, request, io);
+    return (*exec)->exec(job, request, io);
 }
 
 Result<int> shell_command(Context& ctx, const ExecFlags& flags) {
@@ -141,6 +148,10 @@ Result<int> shell_command(Context& ctx, const ExecFlags& flags) {
         return tl::unexpected(found.error());
     }
     auto& [job, backend] = *found;
+    auto exec = require(*backend, &Capabilities::exec, Capability::exec, job.id);
+    if (!exec) {
+        return tl::unexpected(exec.error());
+    }
     ExecRequest request{{}, flags.node.value_or(0), true};
     ExecIo io;
     io.input_fd = STDIN_FILENO;
@@ -161,7 +172,7 @@ Result<int> shell_command(Context& ctx, const ExecFlags& flags) {
     sigemptyset(&sa.sa_mask);
     ::sigaction(SIGWINCH, &sa, nullptr);
     RawTerminal raw;
-    return backend->exec(job, request, io);
+    return (*exec)->exec(job, request, io);
 }
 
 Result<int> attach_command(Context& ctx, const ExecFlags& flags) {
@@ -170,10 +181,14 @@ Result<int> attach_command(Context& ctx, const ExecFlags& flags) {
         return tl::unexpected(found.error());
     }
     auto& [job, backend] = *found;
+    auto attach = require(*backend, &Capabilities::attach, Capability::attach, job.id);
+    if (!attach) {
+        return tl::unexpected(attach.error());
+    }
     ExecIo io;
     io.out = [](std::string_view b) { write_all(STDOUT_FILENO, b); };
     io.err = [](std::string_view b) { write_all(STDERR_FILENO, b); };
-    return backend->attach(job, flags.node.value_or(0), io);
+    return (*attach)->attach(job, flags.node.value_or(0), io);
 }
 
 void add_common(CLI::App& command, ExecFlags& flags) {
@@ -217,18 +232,22 @@ void setup_exec(CLI::App& command, Action& action) {
 void setup_shell(CLI::App& command, Action& action) {
     auto flags = std::make_shared<ExecFlags>();
     add_common(command, *flags);
-    command.footer("Slurm: srun --jobid=ID --overlap --pty on the node (needs ssh: in the cluster's config).\n"
-                   "Exit code: the shell's own.");
-    command.callback([flags, &action] { action = [flags](Context& ctx) { return shell_command(ctx, *flags); }; });
+    command.footer(
+        "Slurm: srun --jobid=ID --overlap --pty on the node (needs ssh: in the cluster's config).\n"
+        "Exit code: the shell's own.");
+    command.callback(
+        [flags, &action] { action = [flags](Context& ctx) { return shell_command(ctx, *flags); }; });
 }
 
 void setup_attach(CLI::App& command, Action& action) {
     auto flags = std::make_shared<ExecFlags>();
     add_common(command, *flags);
-    command.footer("Follows the rank's output from now on (no history: tandem logs has it) until its program\n"
-                   "ends. Kubernetes: pods/attach. Slurm and local: not supported (tandem logs -f JOB).\n"
-                   "Exit code: the program's own.");
-    command.callback([flags, &action] { action = [flags](Context& ctx) { return attach_command(ctx, *flags); }; });
+    command.footer(
+        "Follows the rank's output from now on (no history: tandem logs has it) until its program\n"
+        "ends. Kubernetes: pods/attach. Slurm and local: not supported (tandem logs -f JOB).\n"
+        "Exit code: the program's own.");
+    command.callback(
+        [flags, &action] { action = [flags](Context& ctx) { return attach_command(ctx, *flags); }; });
 }
 
 } // namespace tandem::cli

@@ -2,15 +2,12 @@
 // return at once (--detach). The job is recorded before the submit so nothing is ever lost; a failed
 // submit leaves a FAILED record that says why.
 
-#include <thread>
-
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "app/submission.hpp"
 #include "cli/commands.hpp"
-#include "cli/failover.hpp"
 #include "cli/groups.hpp"
-#include "cli/launch_lock.hpp"
 #include "cli/output.hpp"
 #include "cli/task_planning.hpp"
 #include "core/quantity.hpp"
@@ -27,75 +24,10 @@ struct LaunchFlags {
     std::optional<std::string> pending_timeout;
 };
 
-Result<JobRecord> record_job(Context& ctx, const PlannedTask& planned, const Placement& placement) {
-    auto store = ctx.store();
-    if (!store) {
-        return tl::unexpected(store.error());
-    }
-    JobRecord job;
-    job.name = planned.spec.name;
-    job.cluster = placement.cluster;
-    job.backend = std::string(to_string(placement.kind));
-    job.state = JobState::pending;
-    job.submitted_at = now_seconds();
-    job.updated_at = job.submitted_at;
-    job.spec_json = to_redacted_json(planned.spec).dump();
-    job.placement_json = placement_json(placement).dump();
-    job.gpus = placement_gpus(planned.spec, placement);
-    job.num_nodes = planned.spec.num_nodes;
-    // The lock first: a job in the store without a live launch holding its lock is one `status` settles.
-    job.submit_token = new_submit_token();
-    if (auto held = hold_launch_lock(ctx.paths().state_dir, job.submit_token); !held) {
-        return tl::unexpected(held.error());
-    }
-    auto id = (*store)->insert(job);
-    if (!id) {
-        release_launch_lock(ctx.paths().state_dir, job.submit_token);
-        return tl::unexpected(id.error());
-    }
-    job.id = *id;
-    return job;
-}
-
-// Waits while the job is PENDING, moving it on when it has waited `timeout` for resources; returns once it
-// has left PENDING (started, ended) on whatever placement it has then.
-Result<JobView> wait_while_pending(Context& ctx, Failover& failover, const PendingTimeouts& timeouts) {
-    auto delay = std::chrono::milliseconds(500);
-    bool told = false;
-    for (;;) {
-        JobView view = refresh_jobs(ctx, {failover.job()}).front();
-        if (view.record.state != JobState::pending || view.record.remote_id.empty()) {
-            return view;
-        }
-        const auto limit = timeouts.for_backend(view.record.backend);
-        if (!limit) { // this placement waits for ever; the job stays here
-            return view;
-        }
-        const std::int64_t timeout = *limit;
-        if (!told && waiting_for_resources(view.record) && failover.can_move_on()) {
-            note(fmt::format("tandem: job {} is pending on {} ({}); moving on after {}", view.record.id,
-                             view.record.cluster, view.record.reason.empty() ? "queued" : view.record.reason,
-                             human_duration(timeout)));
-            told = true;
-        }
-        auto moved = failover.move_on_if_stuck(view, timeout);
-        if (!moved) {
-            return tl::unexpected(moved.error());
-        }
-        if (*moved) {
-            told = false;
-            delay = std::chrono::milliseconds(500);
-            continue;
-        }
-        std::this_thread::sleep_for(delay);
-        delay = std::min(delay * 3 / 2, std::chrono::milliseconds(2000));
-    }
-}
-
 Result<int> launch(Context& ctx, const LaunchFlags& flags) {
     // Planning may use an inventory up to 30 s old: free capacity only shapes the score, and a submit
     // should not pay two extra round trips per cluster.
-    auto loaded = load_task_or_group(ctx, flags.spec);
+    auto loaded = app::load_task_or_group(ctx, flags.spec.file, flags.spec.overrides);
     if (!loaded) {
         return tl::unexpected(loaded.error());
     }
@@ -104,9 +36,10 @@ Result<int> launch(Context& ctx, const LaunchFlags& flags) {
                             GroupLaunchOptions{flags.detach, flags.wait, flags.json, flags.pending_timeout});
     }
     if (loaded->task->service) {
-        return fail(ErrorKind::invalid_spec,
-                    fmt::format("{}: the task has a `service:` section: it is a service, not a job", flags.spec.file),
-                    fmt::format("tandem serve up {} starts it", flags.spec.file));
+        return fail(
+            ErrorKind::invalid_spec,
+            fmt::format("{}: the task has a `service:` section: it is a service, not a job", flags.spec.file),
+            fmt::format("tandem serve up {} starts it", flags.spec.file));
     }
     auto planned = plan_loaded_task(ctx, std::move(*loaded->task), std::chrono::seconds(30));
     if (!planned) {
@@ -115,7 +48,7 @@ Result<int> launch(Context& ctx, const LaunchFlags& flags) {
     if (planned->plan.placements.empty()) {
         return tl::unexpected(no_placement_error(*planned));
     }
-    auto timeout = pending_timeouts(ctx, flags.pending_timeout, planned->spec);
+    auto timeout = app::pending_timeouts(ctx, flags.pending_timeout, planned->spec);
     if (!timeout) {
         return tl::unexpected(timeout.error());
     }
@@ -123,11 +56,11 @@ Result<int> launch(Context& ctx, const LaunchFlags& flags) {
     if (auto backend = ctx.backend(first.cluster); !backend) {
         return tl::unexpected(backend.error());
     }
-    auto job = record_job(ctx, *planned, first);
+    auto job = app::record_job(ctx, planned->spec, first);
     if (!job) {
         return tl::unexpected(job.error());
     }
-    Failover failover(ctx, planned->spec, planned->plan.placements, *job);
+    app::Failover failover(ctx, planned->spec, planned->plan.placements, *job);
     if (auto submitted = failover.submit(); !submitted) {
         return tl::unexpected(submitted.error());
     }
@@ -144,7 +77,7 @@ Result<int> launch(Context& ctx, const LaunchFlags& flags) {
     }
     JobView view;
     if (timeout->set()) {
-        auto waited = wait_while_pending(ctx, failover, *timeout);
+        auto waited = app::wait_while_pending(ctx, failover, *timeout);
         if (!waited) {
             return tl::unexpected(waited.error());
         }

@@ -165,21 +165,18 @@ Result<int> plan_group(Context& ctx, const PlanFlags& flags, const TaskGroup& gr
         for (const auto& n : group.notes) {
             ignored.push_back({{"field", n.field}, {"reason", n.note}});
         }
-        nlohmann::json header{{"name", group.name},
-                              {"execution", std::string(to_string(group.kind))},
-                              {"ignored", ignored}};
+        nlohmann::json header{
+            {"name", group.name}, {"execution", std::string(to_string(group.kind))}, {"ignored", ignored}};
         if (group.kind == GroupKind::parallel) {
             header["primary"] = primary;
             header["termination_delay_seconds"] = delays;
         }
-        print_json({{"group", header},
-                    {"placed", unplaced.empty()},
-                    {"members", members}});
+        print_json({{"group", header}, {"placed", unplaced.empty()}, {"members", members}});
         return unplaced.empty() ? exit_code::ok : exit_code::bad_input;
     }
     std::string out = fmt::format(
-        "{} {} ({}): {} task(s){}\n", group.kind == GroupKind::parallel ? "Job group" : "Pipeline", group.name,
-        group.source_file, group.members.size(),
+        "{} {} ({}): {} task(s){}\n", group.kind == GroupKind::parallel ? "Job group" : "Pipeline",
+        group.name, group.source_file, group.members.size(),
         group.kind == GroupKind::parallel ? ", started together" : ", run one after another");
     for (const auto& n : group.notes) {
         out += fmt::format("  {}: {}\n", n.field, n.note);
@@ -188,9 +185,10 @@ Result<int> plan_group(Context& ctx, const PlanFlags& flags, const TaskGroup& gr
     for (std::size_t i = 0; i < group.members.size(); ++i) {
         const auto& m = group.members[i];
         const auto& p = plans[i];
-        summary.add({m.name, group.kind == GroupKind::parallel ? (group.is_primary(m.name) ? "yes" : "no") : "-",
-                     p.placements.empty() ? "none" : p.placements.front().cluster + "/" + p.placements.front().pool,
-                     std::to_string(m.num_nodes), p.placements.empty() ? "-" : p.placements.front().option_label});
+        summary.add(
+            {m.name, group.kind == GroupKind::parallel ? (group.is_primary(m.name) ? "yes" : "no") : "-",
+             p.placements.empty() ? "none" : p.placements.front().cluster + "/" + p.placements.front().pool,
+             std::to_string(m.num_nodes), p.placements.empty() ? "-" : p.placements.front().option_label});
     }
     out += "\n" + summary.render();
     out += unplaced.empty() ? "\nEvery task can be placed.\n"
@@ -204,7 +202,7 @@ Result<int> plan_group(Context& ctx, const PlanFlags& flags, const TaskGroup& gr
 }
 
 Result<int> plan_command(Context& ctx, const PlanFlags& flags) {
-    auto loaded = load_task_or_group(ctx, flags.spec);
+    auto loaded = app::load_task_or_group(ctx, flags.spec.file, flags.spec.overrides);
     if (!loaded) {
         return tl::unexpected(loaded.error());
     }
@@ -232,12 +230,14 @@ Result<int> plan_command(Context& ctx, const PlanFlags& flags) {
 void setup_plan(CLI::App& command, Action& action) {
     auto flags = std::make_shared<PlanFlags>();
     add_spec_flags(command, flags->spec);
-    command.add_flag("--json", flags->json,
-                     "JSON on stdout: {task, chosen, candidates, rejections, ignored, artifact}; for a pipeline "
-                     "or job group {group, placed, members: [...]}");
-    command.footer("A file with several YAML documents is a pipeline or a job group (SkyPilot's formats): each "
-                   "task is planned on its own.\nExits 0 when a cluster can run the task (every task of a group), 2 "
-                   "when none can.");
+    command.add_flag(
+        "--json", flags->json,
+        "JSON on stdout: {task, chosen, candidates, rejections, ignored, artifact}; for a pipeline "
+        "or job group {group, placed, members: [...]}");
+    command.footer(
+        "A file with several YAML documents is a pipeline or a job group (SkyPilot's formats): each "
+        "task is planned on its own.\nExits 0 when a cluster can run the task (every task of a group), 2 "
+        "when none can.");
     command.callback(
         [flags, &action] { action = [flags](Context& ctx) { return plan_command(ctx, *flags); }; });
 }

@@ -32,10 +32,11 @@ Result<std::string> service_name(const ServeFlags& flags, const TaskSpec& spec) 
     if (flags.spec.overrides.name) {
         auto made = service_object_name(*flags.spec.overrides.name);
         if (!made || *made != *flags.spec.overrides.name) {
-            return fail(ErrorKind::usage,
-                        fmt::format("'{}' is not a service name: lower-case letters, digits and '-', starting with "
-                                    "a letter, at most 50 characters",
-                                    *flags.spec.overrides.name));
+            return fail(
+                ErrorKind::usage,
+                fmt::format("'{}' is not a service name: lower-case letters, digits and '-', starting with "
+                            "a letter, at most 50 characters",
+                            *flags.spec.overrides.name));
         }
         return *made;
     }
@@ -53,7 +54,8 @@ Result<TaskSpec> load_service_task(Context& ctx, const SpecFlags& flags) {
         return tl::unexpected(spec.error());
     }
     if (!spec->service) {
-        return fail(ErrorKind::invalid_spec, fmt::format("{}: the task has no `service:` section", flags.file),
+        return fail(ErrorKind::invalid_spec,
+                    fmt::format("{}: the task has no `service:` section", flags.file),
                     fmt::format("tandem launch {} runs it as a job", flags.file));
     }
     return spec;
@@ -75,17 +77,27 @@ Result<store::ServiceRecord> find_service(Context& ctx, const std::string& name)
     return **found;
 }
 
-// The recorded service and its cluster's backend.
-Result<std::pair<store::ServiceRecord, Backend*>> service_and_backend(Context& ctx, const std::string& name) {
+// The services of `cluster`'s backend, or why it has none.
+Result<Services*> services_of(Context& ctx, const std::string& cluster) {
+    auto backend = ctx.backend(cluster);
+    if (!backend) {
+        return tl::unexpected(backend.error());
+    }
+    return require(**backend, &Capabilities::services, Capability::services);
+}
+
+// The recorded service and its cluster's services.
+Result<std::pair<store::ServiceRecord, Services*>> service_and_backend(Context& ctx,
+                                                                       const std::string& name) {
     auto record = find_service(ctx, name);
     if (!record) {
         return tl::unexpected(record.error());
     }
-    auto backend = ctx.backend(record->cluster);
-    if (!backend) {
-        return tl::unexpected(backend.error());
+    auto services = services_of(ctx, record->cluster);
+    if (!services) {
+        return tl::unexpected(services.error());
     }
-    return std::make_pair(std::move(*record), *backend);
+    return std::make_pair(std::move(*record), *services);
 }
 
 ServiceRef ref_of(const store::ServiceRecord& r) {
@@ -106,8 +118,8 @@ Result<int> wait_ready(Context& ctx, const std::string& name, int version, int t
             return fail(ErrorKind::not_found, fmt::format("service '{}' is gone", name));
         }
         const auto& v = rows->front().view;
-        const std::string line = fmt::format("tandem: service {}: {} ({}/{} ready){}", name, v.status, v.ready,
-                                             v.desired, v.reason.empty() ? "" : ": " + v.reason);
+        const std::string line = fmt::format("tandem: service {}: {} ({}/{} ready){}", name, v.status,
+                                             v.ready, v.desired, v.reason.empty() ? "" : ": " + v.reason);
         if (line != last && !rows->front().unreachable) {
             note(line);
             last = line;
@@ -117,8 +129,8 @@ Result<int> wait_ready(Context& ctx, const std::string& name, int version, int t
         }
         if (std::chrono::steady_clock::now() > deadline) {
             return fail(ErrorKind::timeout,
-                        fmt::format("service {} was not ready after {} s: {}{}", name, timeout_seconds, v.status,
-                                    v.reason.empty() ? "" : " (" + v.reason + ")"),
+                        fmt::format("service {} was not ready after {} s: {}{}", name, timeout_seconds,
+                                    v.status, v.reason.empty() ? "" : " (" + v.reason + ")"),
                         fmt::format("tandem serve status {} shows each replica", name));
         }
         std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -138,14 +150,15 @@ Result<Placement> placement_on(Context& ctx, TaskSpec spec, const std::string& c
     }
     for (const auto& r : planned->plan.rejections) {
         if (r.cluster == cluster) {
-            return fail(ErrorKind::invalid_spec, fmt::format("the task cannot run on {}: {}", cluster,
-                                                             rejection_line(r)));
+            return fail(ErrorKind::invalid_spec,
+                        fmt::format("the task cannot run on {}: {}", cluster, rejection_line(r)));
         }
     }
     if (cluster.empty()) {
         return tl::unexpected(no_placement_error(*planned));
     }
-    return fail(ErrorKind::invalid_spec, fmt::format("the task cannot run on {}, where the service runs", cluster));
+    return fail(ErrorKind::invalid_spec,
+                fmt::format("the task cannot run on {}, where the service runs", cluster));
 }
 
 Result<int> serve_up(Context& ctx, const ServeFlags& flags) {
@@ -164,8 +177,7 @@ Result<int> serve_up(Context& ctx, const ServeFlags& flags) {
     if (auto existing = (*store)->get_service(*name); !existing) {
         return tl::unexpected(existing.error());
     } else if (*existing) {
-        return fail(ErrorKind::usage,
-                    fmt::format("service '{}' exists (on {})", *name, (*existing)->cluster),
+        return fail(ErrorKind::usage, fmt::format("service '{}' exists (on {})", *name, (*existing)->cluster),
                     fmt::format("tandem serve update {} FILE rolls it to a new version; tandem serve down {} "
                                 "removes it",
                                 *name, *name));
@@ -174,7 +186,7 @@ Result<int> serve_up(Context& ctx, const ServeFlags& flags) {
     if (!placement) {
         return tl::unexpected(placement.error());
     }
-    auto backend = ctx.backend(placement->cluster);
+    auto backend = services_of(ctx, placement->cluster);
     if (!backend) {
         return tl::unexpected(backend.error());
     }
@@ -205,7 +217,8 @@ Result<int> serve_up(Context& ctx, const ServeFlags& flags) {
     for (const auto& n : up->notes) {
         note("tandem: note: " + n);
     }
-    note(fmt::format("tandem: service {} is up on {} (namespace {})", *name, record.cluster, record.namespace_name));
+    note(fmt::format("tandem: service {} is up on {} (namespace {})", *name, record.cluster,
+                     record.namespace_name));
     if (flags.wait) {
         auto waited = wait_ready(ctx, *name, 1, flags.timeout_seconds);
         if (!waited) {
@@ -234,7 +247,7 @@ Result<int> serve_update(Context& ctx, const ServeFlags& flags) {
     if (!placement) {
         return tl::unexpected(placement.error());
     }
-    auto backend = ctx.backend(record->cluster);
+    auto backend = services_of(ctx, record->cluster);
     if (!backend) {
         return tl::unexpected(backend.error());
     }
@@ -243,13 +256,14 @@ Result<int> serve_update(Context& ctx, const ServeFlags& flags) {
     if (!store) {
         return tl::unexpected(store.error());
     }
-    auto claimed = (*store)->update_service(record->name, record->version, version, to_redacted_json(*spec).dump(),
-                                            now_seconds());
+    auto claimed = (*store)->update_service(record->name, record->version, version,
+                                            to_redacted_json(*spec).dump(), now_seconds());
     if (!claimed) {
         return tl::unexpected(claimed.error());
     }
     if (!*claimed) {
-        return fail(ErrorKind::usage, fmt::format("service '{}' was changed by another tandem meanwhile", record->name),
+        return fail(ErrorKind::usage,
+                    fmt::format("service '{}' was changed by another tandem meanwhile", record->name),
                     "run the update again");
     }
     auto updated = (*backend)->serve_update(*spec, *placement, ref_of(*record), version);
@@ -352,16 +366,18 @@ Result<int> serve_status(Context& ctx, const ServeFlags& flags) {
             out += "Reason: " + row.view.reason + "\n";
         }
         if (row.view.current_qps && row.view.max_replicas) {
-            out += fmt::format("Load: {:.3g} requests/s per replica (the autoscaler keeps {}-{} replicas)\n",
-                               *row.view.current_qps, row.view.min_replicas.value_or(1), *row.view.max_replicas);
+            out +=
+                fmt::format("Load: {:.3g} requests/s per replica (the autoscaler keeps {}-{} replicas)\n",
+                            *row.view.current_qps, row.view.min_replicas.value_or(1), *row.view.max_replicas);
         }
         if (!row.view.replicas.empty()) {
             Table t({"REPLICA", "POD", "VERSION", "STATE", "ADDRESS", "NODE", "RESTARTS", "AGE", "REASON"});
             int k = 0;
             for (const auto& r : row.view.replicas) {
                 t.add({std::to_string(++k), r.pod, std::to_string(r.version), coloured_state(r.state),
-                       r.address.empty() ? "-" : r.address, r.node.empty() ? "-" : r.node, std::to_string(r.restarts),
-                       replica_age(r.created_at, now), r.reason.empty() ? "-" : r.reason});
+                       r.address.empty() ? "-" : r.address, r.node.empty() ? "-" : r.node,
+                       std::to_string(r.restarts), replica_age(r.created_at, now),
+                       r.reason.empty() ? "-" : r.reason});
             }
             out += "\n" + t.render();
         }
@@ -408,7 +424,7 @@ Result<std::vector<ServiceRow>> service_rows(Context& ctx, const std::string& na
                 rows[i].view.status = "UNKNOWN";
             }
         };
-        auto backend = ctx.backend(cluster);
+        auto backend = services_of(ctx, cluster);
         if (!backend) {
             mark(backend.error());
             continue;
@@ -442,7 +458,8 @@ nlohmann::json service_json(const ServiceRow& row) {
                             {"address", r.address},
                             {"node", r.node},
                             {"restarts", r.restarts},
-                            {"created_at", r.created_at > 0 ? nlohmann::json(iso_time(r.created_at)) : nlohmann::json(nullptr)}});
+                            {"created_at", r.created_at > 0 ? nlohmann::json(iso_time(r.created_at))
+                                                            : nlohmann::json(nullptr)}});
     }
     auto opt = [](const auto& o) { return o ? nlohmann::json(*o) : nlohmann::json(nullptr); };
     nlohmann::json j = {{"name", row.record.name},
@@ -482,7 +499,8 @@ Table service_table(const std::vector<ServiceRow>& rows, std::int64_t now) {
         }
         t.add({r.record.name, r.record.cluster, version,
                r.unreachable ? "-" : fmt::format("{}/{}", v.ready, v.desired), r.unreachable ? "-" : replicas,
-               v.endpoint.empty() ? "-" : v.endpoint, coloured_state(status), human_duration(now - r.record.created_at)});
+               v.endpoint.empty() ? "-" : v.endpoint, coloured_state(status),
+               human_duration(now - r.record.created_at)});
     }
     return t;
 }
@@ -490,7 +508,8 @@ Table service_table(const std::vector<ServiceRow>& rows, std::int64_t now) {
 void setup_serve(CLI::App& command, Action& action) {
     auto flags = std::make_shared<ServeFlags>();
     command.require_subcommand(1);
-    auto* up = command.add_subcommand("up", "Start a task with a `service:` section as a Deployment behind a Service");
+    auto* up = command.add_subcommand(
+        "up", "Start a task with a `service:` section as a Deployment behind a Service");
     add_spec_flags(*up, flags->spec);
     up->add_flag("--wait", flags->wait, "Wait until every replica is ready (exit 5 on --timeout)");
     up->add_option("--timeout", flags->timeout_seconds, "Seconds --wait waits (default 900)");
@@ -505,21 +524,25 @@ void setup_serve(CLI::App& command, Action& action) {
     auto* status = command.add_subcommand("status", "Show services: replicas ready/desired, endpoint, age");
     status->add_option("NAME", flags->name, "One service, with a table of its replicas");
     status->add_flag("--json", flags->json, "JSON on stdout: {\"services\": [...]}, or the one service");
-    status->callback([flags, &action] { action = [flags](Context& ctx) { return serve_status(ctx, *flags); }; });
+    status->callback(
+        [flags, &action] { action = [flags](Context& ctx) { return serve_status(ctx, *flags); }; });
 
-    auto* logs = command.add_subcommand("logs", "Print or follow the output of every replica ([replica K] prefixes)");
+    auto* logs =
+        command.add_subcommand("logs", "Print or follow the output of every replica ([replica K] prefixes)");
     logs->add_option("NAME", flags->name, "The service")->required();
     logs->add_flag("-f,--follow", flags->follow, "Follow, also replicas started later, until Ctrl-C");
     logs->add_option("--tail", flags->tail, "Only the last N lines of each replica");
     logs->callback([flags, &action] { action = [flags](Context& ctx) { return serve_logs(ctx, *flags); }; });
 
-    auto* update = command.add_subcommand("update", "Roll a service to a new task file (never fewer ready replicas)");
+    auto* update =
+        command.add_subcommand("update", "Roll a service to a new task file (never fewer ready replicas)");
     update->add_option("NAME", flags->name, "The service")->required();
     add_spec_flags(*update, flags->spec);
     update->add_flag("--wait", flags->wait, "Wait until every replica runs the new version");
     update->add_option("--timeout", flags->timeout_seconds, "Seconds --wait waits (default 900)");
     update->add_flag("--json", flags->json, "Print {name, version} as JSON");
-    update->callback([flags, &action] { action = [flags](Context& ctx) { return serve_update(ctx, *flags); }; });
+    update->callback(
+        [flags, &action] { action = [flags](Context& ctx) { return serve_update(ctx, *flags); }; });
 
     auto* down = command.add_subcommand("down", "Remove a service and everything it made");
     down->add_option("NAME", flags->name, "The service")->required();

@@ -55,8 +55,6 @@ struct SpecFlags {
 void add_spec_flags(CLI::App& command, SpecFlags& flags);
 Result<TaskSpec> load_task(Context& ctx, const SpecFlags& flags);
 
-// Waits for a job to end (refreshing through its backend); returns the final view.
-JobView wait_for_job(Context& ctx, const JobRecord& job);
 // The job's outcome as an exit code, and a one-line summary for stderr.
 int job_exit_code(const JobView& view);
 std::string job_summary(const JobView& view);

@@ -72,18 +72,25 @@ std::string Table::render() const {
     return out;
 }
 
+// Asked once per process: a table of 2,000 rows asks for its colours 2,000 times, and each isatty() is an
+// ioctl (a failing TCGETS when stdout is a file or a pipe).
 bool stdout_is_terminal() {
-    return isatty(STDOUT_FILENO) == 1;
+    static const bool terminal = isatty(STDOUT_FILENO) == 1;
+    return terminal;
 }
 bool stderr_is_terminal() {
-    return isatty(STDERR_FILENO) == 1;
+    static const bool terminal = isatty(STDERR_FILENO) == 1;
+    return terminal;
 }
 
 bool colour_enabled() {
-    const char* no_colour = std::getenv("NO_COLOR");
-    const char* term = std::getenv("TERM");
-    return stdout_is_terminal() && (no_colour == nullptr || *no_colour == '\0') &&
-           !(term != nullptr && std::strcmp(term, "dumb") == 0);
+    static const bool enabled = [] {
+        const char* no_colour = std::getenv("NO_COLOR");
+        const char* term = std::getenv("TERM");
+        return stdout_is_terminal() && (no_colour == nullptr || *no_colour == '\0') &&
+               !(term != nullptr && std::strcmp(term, "dumb") == 0);
+    }();
+    return enabled;
 }
 
 std::string coloured_state(std::string_view state) {
@@ -105,31 +112,6 @@ std::string coloured_state(std::string_view state) {
     return fmt::format("\x1b[{}m{}\x1b[0m", code, state);
 }
 
-std::string human_duration(std::int64_t seconds) {
-    if (seconds < 0) {
-        seconds = 0;
-    }
-    if (seconds < 120) {
-        return fmt::format("{}s", seconds);
-    }
-    std::int64_t minutes = seconds / 60;
-    if (minutes < 10) {
-        return seconds % 60 == 0 ? fmt::format("{}m", minutes) : fmt::format("{}m{}s", minutes, seconds % 60);
-    }
-    if (minutes < 180) {
-        return fmt::format("{}m", minutes);
-    }
-    std::int64_t hours = minutes / 60;
-    if (hours < 48) {
-        return minutes % 60 == 0 ? fmt::format("{}h", hours) : fmt::format("{}h{}m", hours, minutes % 60);
-    }
-    std::int64_t days = hours / 24;
-    if (days < 8) {
-        return hours % 24 == 0 ? fmt::format("{}d", days) : fmt::format("{}d{}h", days, hours % 24);
-    }
-    return days < 365 * 2 ? fmt::format("{}d", days) : fmt::format("{}y", days / 365);
-}
-
 std::string iso_time(std::int64_t unix_seconds) {
     std::time_t t = static_cast<std::time_t>(unix_seconds);
     std::tm tm{};
@@ -137,12 +119,6 @@ std::string iso_time(std::int64_t unix_seconds) {
     char buf[32];
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
     return buf;
-}
-
-std::int64_t now_seconds() {
-    return std::chrono::duration_cast<std::chrono::seconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
 }
 
 nlohmann::json job_json(const JobRecord& job, bool unreachable, const std::string& unreachable_reason) {

@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/job.hpp"
+#include "core/quantity.hpp"
+#include "sys/clock.hpp"
 
 namespace tandem::cli {
 
@@ -35,11 +37,9 @@ bool colour_enabled(); // for stdout
 // The state name, coloured only when colour_enabled().
 std::string coloured_state(std::string_view state);
 
-// kubectl-style: 45s, 3m12s, 5h3m, 4d2h.
-std::string human_duration(std::int64_t seconds);
 std::string iso_time(std::int64_t unix_seconds); // 2026-12-02T13:45:00Z
 
-std::int64_t now_seconds();
+using sys::now_seconds;
 
 // The documented JSON shape of one job (README "JSON output").
 nlohmann::json job_json(const JobRecord& job, bool unreachable, const std::string& unreachable_reason);

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <thread>
 
+#include "backends/polling.hpp"
 #include "cli/output.hpp"
 
 namespace tandem::cli {
@@ -47,7 +48,7 @@ Status watch_jobs(Context& ctx, std::vector<JobView> views, const ChangePrinter&
             for (auto i : indexes) {
                 batch.push_back(views[i].record);
             }
-            results[w] = backend->watch(batch, [&](const std::vector<JobUpdate>& updates) {
+            results[w] = backends::watch_jobs(*backend, batch, [&](const std::vector<JobUpdate>& updates) {
                 std::lock_guard lock(mutex);
                 const auto now = now_seconds();
                 bool all_ended = true;

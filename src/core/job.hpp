@@ -40,9 +40,6 @@ struct JobRecord {
 
 // A state change reported by a backend refresh. UNKNOWN means "could not tell": the store keeps the last
 // known state and the CLI shows its age.
-// A fresh submit token: 10 characters of [a-z0-9], fit for a Kubernetes label and name.
-std::string new_submit_token();
-
 struct JobUpdate {
     JobState state = JobState::unknown;
     std::string reason;

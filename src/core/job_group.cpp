@@ -56,7 +56,8 @@ Result<GroupHeader> group_header_from_json(const std::string& text) {
     GroupHeader h;
     try {
         h.name = j.at("group").get<std::string>();
-        h.kind = j.at("execution").get<std::string>() == "parallel" ? GroupKind::parallel : GroupKind::pipeline;
+        h.kind =
+            j.at("execution").get<std::string>() == "parallel" ? GroupKind::parallel : GroupKind::pipeline;
         h.members = j.at("members").get<std::vector<std::string>>();
         h.primary = j.value("primary_tasks", std::vector<std::string>{});
         if (auto it = j.find("termination_delay_seconds"); it != j.end() && it->is_object()) {
@@ -95,7 +96,8 @@ bool valid_address(const std::string& address) {
     });
 }
 
-std::string address_book(const GroupHeader& header, const std::map<std::string, std::vector<std::string>>& hosts) {
+std::string address_book(const GroupHeader& header,
+                         const std::map<std::string, std::vector<std::string>>& hosts) {
     // Values are single-quoted; names and addresses hold no quote (members are [A-Za-z0-9_-], addresses
     // pass valid_address), so nothing in them can end the quoting.
     auto joined = [](const std::vector<std::string>& lines) {
@@ -159,9 +161,10 @@ std::string group_fetch_from_slurm_comment_function() {
 )SH";
 }
 
-std::vector<std::pair<std::string, std::string>> group_environment(const GroupHeader& header, std::int64_t group_id,
-                                                                    const std::string& member,
-                                                                    std::int64_t wait_seconds) {
+std::vector<std::pair<std::string, std::string>> group_environment(const GroupHeader& header,
+                                                                   std::int64_t group_id,
+                                                                   const std::string& member,
+                                                                   std::int64_t wait_seconds) {
     std::vector<std::pair<std::string, std::string>> env{
         {"SKYPILOT_JOBGROUP_NAME", header.name},
         {"TANDEM_GROUP", header.name},
@@ -255,15 +258,20 @@ GroupStep pipeline_step(const GroupHeader& header, const std::vector<JobRecord>&
     return step;
 }
 
+constexpr std::string_view k_stopped_by_member = "stopped: member ";
+
 GroupStep parallel_step(const GroupHeader& header, const std::vector<JobRecord>& members, std::int64_t now) {
     GroupStep step;
     const std::size_t n = members.size();
     bool primaries_done = true;
+    bool primary_stopped = false; // by the group itself, after a member failed
     std::int64_t primaries_end = 0;
     for (const auto& m : members) {
         if (header.is_primary(m.member)) {
             primaries_done = primaries_done && is_terminal(m.state);
             primaries_end = std::max(primaries_end, m.ended_at.value_or(0));
+            primary_stopped = primary_stopped ||
+                              (m.state == JobState::cancelled && m.reason.rfind(k_stopped_by_member, 0) == 0);
         }
     }
     // A failure decides the group: a primary's, or an auxiliary's before the primaries were done (one
@@ -272,7 +280,9 @@ GroupStep parallel_step(const GroupHeader& header, const std::vector<JobRecord>&
     for (std::size_t i = 0; i < n; ++i) {
         const auto& m = members[i];
         bool counts = m.state == JobState::failed;
-        if (counts && !header.is_primary(m.member) && primaries_done) {
+        if (counts && !header.is_primary(m.member) && primaries_done && !primary_stopped) {
+            // (A primary the group stopped ended because of a failure; when that failure and the stop
+            // fall in the same second, the times cannot tell which came first, the reason can.)
             counts = m.ended_at.value_or(0) < primaries_end;
         }
         // A primary cancelled (by hand) ends the group too: it can no longer reach its outcome.
@@ -283,10 +293,12 @@ GroupStep parallel_step(const GroupHeader& header, const std::vector<JobRecord>&
     }
     if (decider) {
         const auto& d = members[*decider];
-        const std::string why = fmt::format("member {} {}: {}", d.member, to_string(d.state), member_reason(d));
+        const std::string why =
+            fmt::format("member {} {}: {}", d.member, to_string(d.state), member_reason(d));
         for (std::size_t i = 0; i < n; ++i) {
             if (!is_terminal(members[i].state)) {
-                step.stop.emplace_back(i, fmt::format("stopped: member {} {}", d.member, to_string(d.state)));
+                step.stop.emplace_back(
+                    i, fmt::format("{}{} {}", k_stopped_by_member, d.member, to_string(d.state)));
             }
         }
         step.group = settle(members, d.state, why, d.exit_code);
@@ -295,7 +307,8 @@ GroupStep parallel_step(const GroupHeader& header, const std::vector<JobRecord>&
     if (primaries_done) {
         std::optional<std::size_t> cancelled;
         for (std::size_t i = 0; i < n; ++i) {
-            if (header.is_primary(members[i].member) && members[i].state == JobState::cancelled && !cancelled) {
+            if (header.is_primary(members[i].member) && members[i].state == JobState::cancelled &&
+                !cancelled) {
                 cancelled = i;
             }
             if (is_terminal(members[i].state)) {
@@ -310,8 +323,9 @@ GroupStep parallel_step(const GroupHeader& header, const std::vector<JobRecord>&
         }
         if (cancelled) {
             const auto& c = members[*cancelled];
-            step.group = settle(members, JobState::cancelled,
-                                fmt::format("member {} CANCELLED: {}", c.member, member_reason(c)), std::nullopt);
+            step.group =
+                settle(members, JobState::cancelled,
+                       fmt::format("member {} CANCELLED: {}", c.member, member_reason(c)), std::nullopt);
         } else {
             step.group = settle(members, JobState::succeeded, "the primary tasks succeeded", 0);
         }

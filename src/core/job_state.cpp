@@ -1,22 +1,11 @@
 #include "core/job_state.hpp"
 
 #include <array>
-#include <random>
 #include <utility>
 
 #include "core/job.hpp"
 
 namespace tandem {
-
-std::string new_submit_token() {
-    static constexpr std::string_view k_chars = "abcdefghijklmnopqrstuvwxyz0123456789";
-    std::random_device rd;
-    std::string token;
-    for (int i = 0; i < 10; ++i) {
-        token += k_chars[rd() % k_chars.size()];
-    }
-    return token;
-}
 
 namespace {
 constexpr std::array<std::pair<JobState, std::string_view>, 7> k_names{{

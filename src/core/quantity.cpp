@@ -400,4 +400,29 @@ tl::expected<std::int64_t, std::string> parse_duration_seconds(std::string_view 
     return total;
 }
 
+std::string human_duration(std::int64_t seconds) {
+    if (seconds < 0) {
+        seconds = 0;
+    }
+    if (seconds < 120) {
+        return fmt::format("{}s", seconds);
+    }
+    std::int64_t minutes = seconds / 60;
+    if (minutes < 10) {
+        return seconds % 60 == 0 ? fmt::format("{}m", minutes) : fmt::format("{}m{}s", minutes, seconds % 60);
+    }
+    if (minutes < 180) {
+        return fmt::format("{}m", minutes);
+    }
+    std::int64_t hours = minutes / 60;
+    if (hours < 48) {
+        return minutes % 60 == 0 ? fmt::format("{}h", hours) : fmt::format("{}h{}m", hours, minutes % 60);
+    }
+    std::int64_t days = hours / 24;
+    if (days < 8) {
+        return hours % 24 == 0 ? fmt::format("{}d", days) : fmt::format("{}d{}h", days, hours % 24);
+    }
+    return days < 365 * 2 ? fmt::format("{}d", days) : fmt::format("{}y", days / 365);
+}
+
 } // namespace tandem

@@ -37,5 +37,7 @@ std::string format_number(double value);                // 8 -> "8", 0.5 -> "0.5
 tl::expected<int, std::string> parse_positive_int(std::string_view text);
 // "90s", "30m", "2h", "1h30m", "1d"; a bare number is seconds. At least one second.
 tl::expected<std::int64_t, std::string> parse_duration_seconds(std::string_view text);
+// kubectl-style: 45s, 3m12s, 5h3m, 4d2h.
+std::string human_duration(std::int64_t seconds);
 
 } // namespace tandem

@@ -10,7 +10,7 @@
 
 #include <sqlite3.h>
 
-#include "core/fault_point.hpp"
+#include "sys/fault_point.hpp"
 
 namespace tandem::store {
 
@@ -92,7 +92,7 @@ public:
         return rc;
     }
     int commit() {
-        fault_point("store.write"); // fault-injection tests: killed with the transaction open
+        sys::fault_point("store.write"); // fault-injection tests: killed with the transaction open
         int rc = sqlite3_exec(m_db, "COMMIT", nullptr, nullptr, nullptr);
         // A failed COMMIT may leave the transaction open (e.g. SQLITE_BUSY); the destructor then rolls back.
         m_open = rc != SQLITE_OK && sqlite3_get_autocommit(m_db) == 0;

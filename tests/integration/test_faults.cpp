@@ -1,5 +1,5 @@
 // Fault injection through the real binary against the real testbeds (issue 19): tandem killed with
-// SIGKILL at every step of `launch` and `cancel` (TANDEM_FAULT, core/fault_point.hpp), on the local
+// SIGKILL at every step of `launch` and `cancel` (TANDEM_FAULT, sys/fault_point.hpp), on the local
 // machine, Slurm over slurmrestd, Slurm over SSH and Kubernetes; then `status` must settle every job: no job
 // submitted twice, no record lost or left PENDING for ever, no remote job that `status` does not show.
 // And 50 launches with status calls among them, at once, across the three systems. The Slurm jobs count
@@ -32,23 +32,45 @@ struct FaultHome {
                           "  - name: rest\n"
                           "    type: slurm\n"
                           "    rest:\n"
-                          "      url: " + s.at("SLURM_REST_URL") + "\n"
-                          "      user: " + s.at("SLURM_JWT_USER") + "\n"
-                          "      token_env: SLURM_JWT\n" + rest_api_pin_line() + default_partition_line() +
-                          "    home: " + s.at("SLURM_USER_HOME") + "\n"
+                          "      url: " +
+                          s.at("SLURM_REST_URL") +
+                          "\n"
+                          "      user: " +
+                          s.at("SLURM_JWT_USER") +
+                          "\n"
+                          "      token_env: SLURM_JWT\n" +
+                          rest_api_pin_line() + default_partition_line() +
+                          "    home: " + s.at("SLURM_USER_HOME") +
+                          "\n"
                           "  - name: ssh\n"
                           "    type: slurm\n"
                           "    ssh:\n"
-                          "      host: " + s.at("SLURM_SSH_HOST") + "\n"
-                          "      port: \"" + s.at("SLURM_SSH_PORT") + "\"\n"
-                          "      user: " + s.at("SLURM_SSH_USER") + "\n"
-                          "      identity_file: " + s.at("SLURM_SSH_KEY") + "\n"
-                          "      known_hosts: " + s.at("SLURM_SSH_KNOWN_HOSTS") + "\n"
-                          "    home: " + s.at("SLURM_USER_HOME") + "\n"
+                          "      host: " +
+                          s.at("SLURM_SSH_HOST") +
+                          "\n"
+                          "      port: \"" +
+                          s.at("SLURM_SSH_PORT") +
+                          "\"\n"
+                          "      user: " +
+                          s.at("SLURM_SSH_USER") +
+                          "\n"
+                          "      identity_file: " +
+                          s.at("SLURM_SSH_KEY") +
+                          "\n"
+                          "      known_hosts: " +
+                          s.at("SLURM_SSH_KNOWN_HOSTS") +
+                          "\n"
+                          "    home: " +
+                          s.at("SLURM_USER_HOME") +
+                          "\n"
                           "  - name: k8s\n"
                           "    type: kubernetes\n"
-                          "    kubeconfig: " + k8s_setting("K8S_KUBECONFIG_CERT") + "\n"
-                          "    namespace: " + k8s_setting("K8S_NAMESPACE") + "\n"
+                          "    kubeconfig: " +
+                          k8s_setting("K8S_KUBECONFIG_CERT") +
+                          "\n"
+                          "    namespace: " +
+                          k8s_setting("K8S_NAMESPACE") +
+                          "\n"
                           "  - name: local\n"
                           "    type: local\n");
         options.env = home.base_env();
@@ -201,7 +223,8 @@ TEST_CASE("launch killed after recording, before the submit: status says nothing
     }
 }
 
-TEST_CASE("launch killed after the submit, before the remote id was stored: status finds the job by its token") {
+TEST_CASE(
+    "launch killed after the submit, before the remote id was stored: status finds the job by its token") {
     FaultHome h;
     for (const auto& point : {"launch.submitted", "launch.stored"}) {
         for (const auto& cluster : k_clusters) {

@@ -15,8 +15,9 @@
 #include "backends/k8s/json_fields.hpp"
 #include "backends/k8s/labels.hpp"
 #include "backends/k8s/node_inventory.hpp"
-#include "core/fault_point.hpp"
 #include "core/job_group.hpp"
+#include "sys/clock.hpp"
+#include "sys/fault_point.hpp"
 
 namespace tandem::k8s {
 
@@ -26,20 +27,10 @@ namespace {
 
 constexpr std::int64_t k_version_cache_seconds = 3600;
 
-std::int64_t now_seconds() {
-    return std::chrono::duration_cast<std::chrono::seconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
+using sys::now_seconds;
 
 std::string random_token() {
-    static constexpr std::string_view k_chars = "abcdefghijklmnopqrstuvwxyz0123456789";
-    std::random_device rd;
-    std::string t;
-    for (int i = 0; i < 5; ++i) {
-        t += k_chars[rd() % k_chars.size()];
-    }
-    return t;
+    return sys::random_token(5);
 }
 
 json read_json_file(const std::string& path) {
@@ -231,7 +222,8 @@ Result<JobPlan> K8sBackend::job_plan(const TaskSpec& spec, const Placement& plac
     }
     plan.limits_factor = spec.kubernetes.pod_resource_limits;
     plan.service_account = service_account_for(spec.kubernetes.remote_identity, m_api.context().name);
-    if (auto pc = resources.hints.find("priority_class"); pc != resources.hints.end() && pc->second.is_string()) {
+    if (auto pc = resources.hints.find("priority_class");
+        pc != resources.hints.end() && pc->second.is_string()) {
         plan.priority_class = pc->second.get<std::string>();
     }
     auto upload = pod_upload(spec);
@@ -324,8 +316,8 @@ json dry_run_pod(const json& job) {
 
 } // namespace
 
-Result<std::string> K8sBackend::submit(const TaskSpec& spec, const Placement& placement,
-                                       std::int64_t job_id, const std::string& token) {
+Result<std::string> K8sBackend::submit(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
+                                       const std::string& token) {
     if (spec.service) {
         return fail(ErrorKind::invalid_spec, "the task has a `service:` section: it is a service, not a job",
                     "tandem serve up FILE starts it");
@@ -351,15 +343,17 @@ Result<std::string> K8sBackend::submit(const TaskSpec& spec, const Placement& pl
         if (const auto& claim = plan->upload->cache_claim; !claim.empty()) {
             // A claim that is not there would keep every pod Pending until upload_wait_seconds: say so now.
             // Credentials that may not read claims (403) prove nothing, and the pods will tell.
-            auto found = m_api.call("GET", core_path(plan->namespace_name, "persistentvolumeclaims") + "/" +
-                                               query_escape(claim),
-                                    {}, {404, 403});
+            auto found = m_api.call(
+                "GET", core_path(plan->namespace_name, "persistentvolumeclaims") + "/" + query_escape(claim),
+                {}, {404, 403});
             if (found && found->status == 404) {
                 return tl::unexpected(before_submit(
                     Error(ErrorKind::config,
-                          fmt::format("{}: upload_cache_claim: there is no PersistentVolumeClaim {} in namespace {}",
-                                      m_cluster, claim, plan->namespace_name),
-                          "create it (ReadWriteMany), or remove upload_cache_claim from the cluster in config.yaml")));
+                          fmt::format(
+                              "{}: upload_cache_claim: there is no PersistentVolumeClaim {} in namespace {}",
+                              m_cluster, claim, plan->namespace_name),
+                          "create it (ReadWriteMany), or remove upload_cache_claim from the cluster in "
+                          "config.yaml")));
             }
         }
     }
@@ -396,7 +390,8 @@ Result<std::string> K8sBackend::submit(const TaskSpec& spec, const Placement& pl
             {"kind", "DeleteOptions"}, {"apiVersion", "v1"}, {"propagationPolicy", "Background"}};
         bool all = true;
         for (const auto& name : created_jobs) {
-            all = m_api.call("DELETE", jobs_path(ns) + "/" + name, background, {404}, true).has_value() && all;
+            all =
+                m_api.call("DELETE", jobs_path(ns) + "/" + name, background, {404}, true).has_value() && all;
         }
         return all;
     };
@@ -410,7 +405,7 @@ Result<std::string> K8sBackend::submit(const TaskSpec& spec, const Placement& pl
             return tl::unexpected(ok.error());
         }
         created_jobs.push_back(fields::str_at(created, "metadata", "name"));
-        fault_point("k8s.first-job"); // fault-injection tests: the rest of the job is not created yet
+        sys::fault_point("k8s.first-job"); // fault-injection tests: the rest of the job is not created yet
         if (owner.is_null()) {
             owner = {{"apiVersion", "batch/v1"},
                      {"kind", "Job"},
@@ -418,8 +413,8 @@ Result<std::string> K8sBackend::submit(const TaskSpec& spec, const Placement& pl
                      {"uid", fields::str_at(created, "metadata", "uid")}};
         }
     }
-    for (const auto& [object, collection] : {std::pair{&manifests->service, "services"},
-                                             std::pair{&manifests->secret, "secrets"}}) {
+    for (const auto& [object, collection] :
+         {std::pair{&manifests->service, "services"}, std::pair{&manifests->secret, "secrets"}}) {
         if (!*object) {
             continue;
         }
@@ -481,8 +476,8 @@ Result<std::optional<std::string>> K8sBackend::find_submitted(const JobRecord& j
     const std::size_t jobs_wanted = job.num_nodes > 1 && !f->indexed_jobs() ? job.num_nodes : 1;
     const json* secrets = fields::at(spec, "secrets");
     const bool secret_wanted = secrets != nullptr && secrets->is_array() && !secrets->empty();
-    const bool complete = !base.empty() && counts[0] >= jobs_wanted && (job.num_nodes <= 1 || counts[1] > 0) &&
-                          (!secret_wanted || counts[2] > 0);
+    const bool complete = !base.empty() && counts[0] >= jobs_wanted &&
+                          (job.num_nodes <= 1 || counts[1] > 0) && (!secret_wanted || counts[2] > 0);
     if (!complete) {
         // A submit cut off half-way (some Jobs, no Service or Secret yet) cannot run as asked: take it back.
         JobRecord partial = job;
@@ -586,8 +581,8 @@ Result<std::optional<std::vector<std::string>>> K8sBackend::hosts(const JobRecor
             return std::optional<std::vector<std::string>>();
         }
         if (!valid_address(ip)) {
-            return fail(ErrorKind::remote, fmt::format("{}: pod of job {} has an address that is not one", m_cluster,
-                                                       job.remote_id));
+            return fail(ErrorKind::remote, fmt::format("{}: pod of job {} has an address that is not one",
+                                                       m_cluster, job.remote_id));
         }
         out.push_back(ip);
     }
@@ -621,6 +616,10 @@ Status K8sBackend::publish(const JobRecord& job, const std::string& channel, con
 // Every object of the job, listed and then deleted by name: a user's Role usually grants get, list,
 // watch, create and delete, not deletecollection, so a DELETE on a collection would be refused (and
 // Services have no delete-collection before 1.23 anyway). A 404 means someone else got there first.
+Capabilities K8sBackend::capabilities() {
+    return Capabilities{this, this, this, this, this};
+}
+
 Status K8sBackend::cancel(const JobRecord& job) {
     const auto [ns, base] = split_remote_id(job.remote_id, m_settings.namespace_name);
     {

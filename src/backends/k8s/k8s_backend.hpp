@@ -33,7 +33,12 @@ struct PodExecIo {
     std::function<std::optional<TtySize>()> resized;
 };
 
-class K8sBackend final : public Backend {
+class K8sBackend final : public Backend,
+                         public Exec,
+                         public Attach,
+                         public GroupAddresses,
+                         public Services,
+                         public Watch {
 public:
     K8sBackend(std::string cluster, K8sSettings settings, KubeContext context, std::string state_dir,
                HttpFactory http);
@@ -50,17 +55,22 @@ public:
     Result<std::vector<JobUpdate>> refresh(const std::vector<JobRecord>& jobs) override;
     Status cancel(const JobRecord& job) override;
     Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
+    Capabilities capabilities() override;
     Result<std::optional<std::vector<std::string>>> hosts(const JobRecord& job) override;
     Result<int> exec(const JobRecord& job, const ExecRequest& request, ExecIo& io) override;
     Result<int> attach(const JobRecord& job, int node, ExecIo& io) override;
     Status publish(const JobRecord& job, const std::string& channel, const std::string& book) override;
+    // The book goes with the job: nothing to remove.
+    Status unpublish(const JobRecord&, const std::string&) override { return {}; }
     // The pods of the jobs' namespace through the watch API (k8s_watch.cpp).
     Status watch(const std::vector<JobRecord>& jobs, const WatchSink& sink) override;
     // Services (k8s_serve.cpp, serve_manifests.hpp; logs in k8s_logs.cpp).
-    Result<ServeOutcome> serve_up(const TaskSpec& spec, const Placement& placement, const ServiceRef& ref) override;
+    Result<ServeOutcome> serve_up(const TaskSpec& spec, const Placement& placement,
+                                  const ServiceRef& ref) override;
     Result<ServeOutcome> serve_update(const TaskSpec& spec, const Placement& placement, const ServiceRef& ref,
                                       int version) override;
-    Result<std::vector<ServiceView>> serve_status(const std::vector<ServiceRef>& services, bool replicas) override;
+    Result<std::vector<ServiceView>> serve_status(const std::vector<ServiceRef>& services,
+                                                  bool replicas) override;
     Result<bool> serve_down(const ServiceRef& ref) override;
     Status serve_logs(const ServiceRef& ref, const LogOptions& options, const LogSink& sink) override;
 

@@ -9,6 +9,7 @@
 #include "backends/k8s/job_state.hpp"
 #include "backends/k8s/k8s_backend.hpp"
 #include "backends/k8s/watch_events.hpp"
+#include "backends/polling.hpp"
 
 namespace tandem::k8s {
 
@@ -28,7 +29,7 @@ Status K8sBackend::watch(const std::vector<JobRecord>& jobs, const WatchSink& si
     const std::string ns = split_remote_id(jobs.front().remote_id, m_settings.namespace_name).first;
     for (const auto& j : jobs) {
         if (split_remote_id(j.remote_id, m_settings.namespace_name).first != ns) {
-            return Backend::watch(jobs, sink); // several namespaces: poll them
+            return backends::poll_jobs(*this, jobs, sink); // several namespaces: poll them
         }
     }
     const std::string selector = "labelSelector=" + query_escape(managed_selector());

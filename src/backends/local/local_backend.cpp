@@ -17,6 +17,7 @@
 #include "core/git_checkout.hpp"
 #include "core/job_group.hpp"
 #include "core/quantity.hpp"
+#include "sys/clock.hpp"
 
 namespace tandem::local {
 
@@ -50,11 +51,7 @@ std::string wrapper_text(const TaskSpec& spec) {
     return text;
 }
 
-std::int64_t now_seconds() {
-    return std::chrono::duration_cast<std::chrono::seconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
+using sys::now_seconds;
 
 Status write_file(const fs::path& path, std::string_view text, fs::perms perms) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -345,10 +342,16 @@ Status LocalBackend::publish(const JobRecord& job, const std::string& channel, c
     std::error_code ec;
     fs::rename(tmp, dir / "group.env", ec);
     if (ec) {
-        return fail(ErrorKind::internal, fmt::format("local: cannot write {}: {}", (dir / "group.env").string(),
-                                                     ec.message()));
+        return fail(ErrorKind::internal,
+                    fmt::format("local: cannot write {}: {}", (dir / "group.env").string(), ec.message()));
     }
     return {};
+}
+
+Capabilities LocalBackend::capabilities() {
+    Capabilities c;
+    c.group_addresses = this;
+    return c;
 }
 
 Status LocalBackend::cancel(const JobRecord& job) {

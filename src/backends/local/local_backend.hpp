@@ -17,7 +17,7 @@ struct LocalSettings {
     std::chrono::milliseconds cancel_grace{5000}; // TERM, then KILL after this
 };
 
-class LocalBackend final : public Backend {
+class LocalBackend final : public Backend, public GroupAddresses {
 public:
     LocalBackend(std::string cluster, std::string state_dir, LocalSettings settings);
 
@@ -34,8 +34,11 @@ public:
     Result<std::vector<JobUpdate>> refresh(const std::vector<JobRecord>& jobs) override;
     Status cancel(const JobRecord& job) override;
     Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
+    Capabilities capabilities() override;
     Result<std::optional<std::vector<std::string>>> hosts(const JobRecord& job) override;
     Status publish(const JobRecord& job, const std::string& channel, const std::string& book) override;
+    // The book goes with the job: nothing to remove.
+    Status unpublish(const JobRecord&, const std::string&) override { return {}; }
 
 private:
     std::string job_dir(std::int64_t job_id) const;

@@ -1,6 +1,3 @@
-#include "backends/slurm/group_channel.hpp"
-#include "core/job_group.hpp"
-#include "net/ssh_keys.hpp"
 #include "backends/slurm/slurm_rest_backend.hpp"
 
 #include <algorithm>
@@ -18,19 +15,23 @@
 
 #include "backends/file_log.hpp"
 #include "backends/inventory_cache.hpp"
+#include "backends/slurm/group_channel.hpp"
 #include "backends/slurm/jobs_skim.hpp"
 #include "backends/slurm/jobs_snapshot.hpp"
 #include "backends/slurm/rank_output.hpp"
 #include "backends/slurm/remote_log.hpp"
+#include "backends/slurm/remote_upload.hpp"
 #include "backends/slurm/rest_json.hpp"
 #include "backends/slurm/rest_v0038.hpp"
 #include "backends/slurm/rest_v0040.hpp"
 #include "backends/slurm/sbatch_script.hpp"
+#include "backends/slurm/slurm_exec.hpp"
 #include "backends/slurm/slurm_inventory.hpp"
 #include "backends/slurm/submit_plan.hpp"
-#include "backends/slurm/remote_upload.hpp"
-#include "backends/slurm/slurm_exec.hpp"
+#include "core/job_group.hpp"
 #include "core/quantity.hpp"
+#include "net/ssh_keys.hpp"
+#include "sys/clock.hpp"
 
 namespace tandem::slurm {
 
@@ -38,11 +39,7 @@ namespace {
 
 constexpr std::int64_t k_api_cache_seconds = 3600;
 
-std::int64_t now_seconds() {
-    return std::chrono::duration_cast<std::chrono::seconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
+using sys::now_seconds;
 
 } // namespace
 
@@ -239,10 +236,11 @@ Result<std::string> SlurmRestBackend::check() {
     // where a plain sbatch would.
     const bool default_unknown =
         choice->version != ApiVersion::v0_0_38 && m_settings.default_partition.empty();
-    return fmt::format("{}slurmrestd at {}, API {}{}, user {}{}", release.empty() ? "" : "Slurm " + release + ", ",
-                       m_settings.rest->url, to_string(choice->version),
-                       choice->accounting ? " + accounting" : "", m_settings.rest->user,
-                       default_unknown ? "; default partition unknown over this API (set default_partition)" : "");
+    return fmt::format(
+        "{}slurmrestd at {}, API {}{}, user {}{}", release.empty() ? "" : "Slurm " + release + ", ",
+        m_settings.rest->url, to_string(choice->version), choice->accounting ? " + accounting" : "",
+        m_settings.rest->user,
+        default_unknown ? "; default partition unknown over this API (set default_partition)" : "");
 }
 
 // The inventory cache's key: the server, and the default_partition setting that shaped the answer.
@@ -336,13 +334,14 @@ Result<SlurmRestBackend::Prepared> SlurmRestBackend::prepare_submit(const TaskSp
     // slurmrestd takes a job's options from the JSON description and reads no #SBATCH line of the
     // script, so an option it has no field for cannot be passed on.
     if (!plan->extra_options.empty()) {
-        return fail(ErrorKind::invalid_spec,
-                    fmt::format("config.slurm.sbatch_options.{}: cluster {} is reached over slurmrestd, which "
-                                "takes no sbatch options beyond tandem's fields (partition, account, qos, "
-                                "constraint, time)",
-                                plan->extra_options.front().first, m_cluster),
-                    "configure the cluster with `ssh:` and no `rest:` (sbatch on the login node reads every "
-                    "option), or drop the option");
+        return fail(
+            ErrorKind::invalid_spec,
+            fmt::format("config.slurm.sbatch_options.{}: cluster {} is reached over slurmrestd, which "
+                        "takes no sbatch options beyond tandem's fields (partition, account, qos, "
+                        "constraint, time)",
+                        plan->extra_options.front().first, m_cluster),
+            "configure the cluster with `ssh:` and no `rest:` (sbatch on the login node reads every "
+            "option), or drop the option");
     }
     auto script = render_sbatch_script(spec, *plan);
     if (!script) {
@@ -438,8 +437,8 @@ Result<std::string> SlurmRestBackend::submit(const TaskSpec& given, const Placem
         return is_retryable(e.kind) || (e.kind == ErrorKind::remote && !e.refused);
     };
     for (int attempt = 1; !answer && answer_lost(answer.error()); ++attempt) {
-        const bool last = attempt >= 3 || !is_retryable(answer.error().kind) ||
-                          answer.error().kind == ErrorKind::timeout;
+        const bool last =
+            attempt >= 3 || !is_retryable(answer.error().kind) || answer.error().kind == ErrorKind::timeout;
         if (!last) {
             std::this_thread::sleep_for(std::chrono::milliseconds(300 * attempt));
         }
@@ -475,19 +474,18 @@ Result<std::optional<std::vector<std::string>>> SlurmRestBackend::hosts(const Jo
 }
 
 Result<int> SlurmRestBackend::exec(const JobRecord& job, const ExecRequest& request, ExecIo& io) {
-    if (!m_files) {
-        return fail(ErrorKind::invalid_spec,
-                    fmt::format("cluster {} is reached over slurmrestd only, which runs no interactive steps",
-                                m_cluster),
-                    "add ssh: to the cluster in config.yaml (exec and shell run srun on the login node)");
+    if (!m_files) { // capabilities() offers no exec then
+        return fail(ErrorKind::internal, fmt::format("cluster {}: exec without ssh:", m_cluster));
     }
     auto nodes = hosts(job);
     if (!nodes) {
         return tl::unexpected(nodes.error());
     }
     if (!*nodes) {
-        return fail(ErrorKind::invalid_spec, fmt::format("job {} is not running on cluster {}: nothing to run a "
-                                                         "command beside", job.id, m_cluster));
+        return fail(ErrorKind::invalid_spec,
+                    fmt::format("job {} is not running on cluster {}: nothing to run a "
+                                "command beside",
+                                job.id, m_cluster));
     }
     return exec_beside_job(*m_files, job, **nodes, request, io, m_cluster);
 }
@@ -517,8 +515,8 @@ Status SlurmRestBackend::publish(const JobRecord& job, const std::string& channe
     auto answer = call("POST", path("slurm", "/job/" + job.remote_id), body.dump(), false);
     if (!answer) {
         Error e = answer.error();
-        e.message = fmt::format("cluster {}: cannot put the group's addresses in job {}'s comment: {}", m_cluster,
-                                job.remote_id, e.message);
+        e.message = fmt::format("cluster {}: cannot put the group's addresses in job {}'s comment: {}",
+                                m_cluster, job.remote_id, e.message);
         return tl::unexpected(e);
     }
     return {};
@@ -528,6 +526,15 @@ Status SlurmRestBackend::publish(const JobRecord& job, const std::string& channe
 Status SlurmRestBackend::unpublish(const JobRecord& job, const std::string& channel) {
     (void)job;
     return m_files ? unpublish_book(*m_files, m_settings.home, channel, m_cluster) : Status{};
+}
+
+// exec and shell run srun on the login node: only with ssh: in the cluster's config (slurmrestd runs no
+// interactive steps).
+Capabilities SlurmRestBackend::capabilities() {
+    Capabilities c;
+    c.exec = m_files ? this : nullptr;
+    c.group_addresses = this;
+    return c;
 }
 
 Status SlurmRestBackend::cancel(const JobRecord& job) {

@@ -19,7 +19,7 @@
 
 namespace tandem::slurm {
 
-class SlurmRestBackend final : public Backend {
+class SlurmRestBackend final : public Backend, public Exec, public GroupAddresses {
 public:
     SlurmRestBackend(std::string cluster, SlurmSettings settings, std::string state_dir,
                      std::unique_ptr<net::HttpClient> http);
@@ -36,6 +36,7 @@ public:
     Result<std::vector<JobUpdate>> refresh(const std::vector<JobRecord>& jobs) override;
     Status cancel(const JobRecord& job) override;
     Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
+    Capabilities capabilities() override;
     Result<std::optional<std::vector<std::string>>> hosts(const JobRecord& job) override;
     Result<int> exec(const JobRecord& job, const ExecRequest& request, ExecIo& io) override;
     Status publish(const JobRecord& job, const std::string& channel, const std::string& book) override;

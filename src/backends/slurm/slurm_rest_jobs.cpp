@@ -16,16 +16,13 @@
 #include "backends/slurm/rest_v0038.hpp"
 #include "backends/slurm/rest_v0040.hpp"
 #include "backends/slurm/slurm_rest_backend.hpp"
+#include "sys/clock.hpp"
 
 namespace tandem::slurm {
 
 namespace {
 
-std::int64_t now_seconds() {
-    return std::chrono::duration_cast<std::chrono::seconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
+using sys::now_seconds;
 
 } // namespace
 

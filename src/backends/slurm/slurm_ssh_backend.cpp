@@ -11,15 +11,15 @@
 #include <fmt/format.h>
 
 #include "backends/inventory_cache.hpp"
+#include "backends/slurm/group_channel.hpp"
 #include "backends/slurm/remote_log.hpp"
+#include "backends/slurm/remote_upload.hpp"
 #include "backends/slurm/sbatch_script.hpp"
 #include "backends/slurm/script_quoting.hpp"
 #include "backends/slurm/slurm_cli.hpp"
+#include "backends/slurm/slurm_exec.hpp"
 #include "backends/slurm/slurm_inventory.hpp"
 #include "backends/slurm/submit_plan.hpp"
-#include "backends/slurm/group_channel.hpp"
-#include "backends/slurm/remote_upload.hpp"
-#include "backends/slurm/slurm_exec.hpp"
 #include "backends/upload/upload_set.hpp"
 
 namespace tandem::slurm {
@@ -105,8 +105,8 @@ std::string SlurmSshBackend::inventory_source() const {
 
 Result<ClusterInventory> SlurmSshBackend::inventory(std::chrono::seconds max_age) {
     if (max_age.count() > 0) {
-        if (auto cached = backends::read_inventory_cache(m_inventory_file, inventory_source(),
-                                                         m_cluster, BackendKind::slurm, max_age)) {
+        if (auto cached = backends::read_inventory_cache(m_inventory_file, inventory_source(), m_cluster,
+                                                         BackendKind::slurm, max_age)) {
             m_inventory = *cached;
             return *cached;
         }
@@ -459,8 +459,10 @@ Result<int> SlurmSshBackend::exec(const JobRecord& job, const ExecRequest& reque
         return tl::unexpected(nodes.error());
     }
     if (!*nodes) {
-        return fail(ErrorKind::invalid_spec, fmt::format("job {} is not running on cluster {}: nothing to run a "
-                                                         "command beside", job.id, m_cluster));
+        return fail(ErrorKind::invalid_spec,
+                    fmt::format("job {} is not running on cluster {}: nothing to run a "
+                                "command beside",
+                                job.id, m_cluster));
     }
     return exec_beside_job(*m_host, job, **nodes, request, io, m_cluster);
 }
@@ -481,6 +483,13 @@ Status SlurmSshBackend::unpublish(const JobRecord& job, const std::string& chann
         return tl::unexpected(dir.error());
     }
     return unpublish_book(*m_host, *dir, channel, m_cluster);
+}
+
+Capabilities SlurmSshBackend::capabilities() {
+    Capabilities c;
+    c.exec = this;
+    c.group_addresses = this;
+    return c;
 }
 
 Status SlurmSshBackend::cancel(const JobRecord& job) {

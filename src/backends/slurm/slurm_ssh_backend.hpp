@@ -20,7 +20,7 @@
 
 namespace tandem::slurm {
 
-class SlurmSshBackend final : public Backend {
+class SlurmSshBackend final : public Backend, public Exec, public GroupAddresses {
 public:
     SlurmSshBackend(std::string cluster, SlurmSettings settings, std::string state_dir,
                     std::unique_ptr<net::RemoteHost> host);
@@ -37,6 +37,7 @@ public:
     Result<std::vector<JobUpdate>> refresh(const std::vector<JobRecord>& jobs) override;
     Status cancel(const JobRecord& job) override;
     Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
+    Capabilities capabilities() override;
     Result<std::optional<std::vector<std::string>>> hosts(const JobRecord& job) override;
     Result<int> exec(const JobRecord& job, const ExecRequest& request, ExecIo& io) override;
     Status publish(const JobRecord& job, const std::string& channel, const std::string& book) override;

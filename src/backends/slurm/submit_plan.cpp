@@ -3,18 +3,17 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <random>
 
 #include <fmt/format.h>
 
 #include "core/git_checkout.hpp"
 #include "core/quantity.hpp"
+#include "sys/clock.hpp"
 
 namespace tandem::slurm {
 
 std::string random_submit_token() {
-    std::random_device rd;
-    return fmt::format("tandem-{:08x}{:08x}", rd(), rd());
+    return "tandem-" + sys::random_hex(16);
 }
 
 std::string applied_time_limit(const Pool& pool) {

@@ -1,7 +1,7 @@
-#include <catch2/catch.hpp>
-
 #include <set>
 #include <string>
+
+#include <catch2/catch.hpp>
 
 #include "core/job.hpp"
 #include "core/job_state.hpp"
@@ -36,15 +36,4 @@ TEST_CASE("job outcomes map to documented exit codes") {
     CHECK(exit_code_for(JobState::cancelled, std::nullopt, true) == job_exit::cancelled);
     CHECK(exit_code_for(JobState::running, std::nullopt, true) == job_exit::not_finished);
     CHECK(exit_code_for(JobState::unknown, std::nullopt, true) == job_exit::unknown);
-}
-
-TEST_CASE("submit tokens are 10 characters of [a-z0-9], fit for a Kubernetes label, and differ") {
-    std::set<std::string> seen;
-    for (int i = 0; i < 200; ++i) {
-        const auto token = tandem::new_submit_token();
-        CHECK(token.size() == 10);
-        CHECK(token.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789") == std::string::npos);
-        seen.insert(token);
-    }
-    CHECK(seen.size() == 200);
 }

@@ -1,172 +1,17 @@
-#include "cli/context.hpp"
+#include "app/job_tracker.hpp"
 
+#include <algorithm>
 #include <charconv>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <set>
-#include <unistd.h>
+#include <map>
+#include <memory>
+#include <thread>
 
 #include <fmt/format.h>
 
-#include "backends/k8s/k8s_factory.hpp"
-#include "backends/registry.hpp"
-#include "cli/failover.hpp"
-#include "cli/fanout.hpp"
-#include "cli/launch_lock.hpp"
-#include "cli/output.hpp"
-#include "core/quantity.hpp"
-#include "net/http_client.hpp"
+#include "app/fanout.hpp"
+#include "app/launch_lock.hpp"
 
-namespace tandem::cli {
-
-namespace {
-
-std::optional<std::string> real_getenv(const std::string& name) {
-    const char* v = std::getenv(name.c_str());
-    return v == nullptr ? std::nullopt : std::optional<std::string>(v);
-}
-
-std::string libcurl_marker(const Paths& paths) {
-    return paths.state_dir + "/cache/uses-libcurl";
-}
-
-} // namespace
-
-void Context::warm_up() {
-    if (auto paths = resolve_paths(real_getenv);
-        paths && ::access(libcurl_marker(*paths).c_str(), F_OK) == 0) {
-        net::start_libcurl_preload();
-    }
-}
-
-Result<Context> Context::create() {
-    Context ctx;
-    auto paths = resolve_paths(real_getenv);
-    if (!paths) {
-        return tl::unexpected(paths.error());
-    }
-    ctx.m_paths = *paths;
-    auto config = load_config(ctx.m_paths);
-    if (!config) {
-        return tl::unexpected(config.error());
-    }
-    ctx.m_config = std::move(*config);
-    const auto& clusters = ctx.m_config.clusters;
-    const bool has_k8s = std::any_of(clusters.begin(), clusters.end(), [](const ClusterConfig& c) {
-        return c.kind == BackendKind::kubernetes;
-    });
-    if (!has_k8s && ctx.m_config.discover_kubeconfig) {
-        for (auto& c : k8s::discover_k8s_clusters(real_getenv)) {
-            if (std::none_of(clusters.begin(), clusters.end(),
-                             [&](const ClusterConfig& o) { return o.name == c.name; })) {
-                ctx.m_config.clusters.push_back(std::move(c));
-            }
-        }
-    }
-    // libcurl loads beside the task and the job store when some cluster will need it. The marker lets the
-    // next command start that load before it has even parsed the config (warm_up).
-    const bool needs_libcurl = std::any_of(clusters.begin(), clusters.end(), backends::uses_libcurl);
-    if (needs_libcurl) {
-        net::start_libcurl_preload();
-    }
-    const std::string marker = libcurl_marker(ctx.m_paths);
-    if (needs_libcurl != (::access(marker.c_str(), F_OK) == 0)) {
-        std::error_code ec;
-        if (needs_libcurl) {
-            std::filesystem::create_directories(std::filesystem::path(marker).parent_path(), ec);
-            std::ofstream touch(marker); // best effort: without it the load only starts later
-        } else {
-            std::filesystem::remove(marker, ec);
-        }
-    }
-    return ctx;
-}
-
-std::vector<BackendKind> Context::configured_kinds() const {
-    std::vector<BackendKind> kinds;
-    for (const auto& c : m_config.clusters) {
-        if (std::find(kinds.begin(), kinds.end(), c.kind) == kinds.end()) {
-            kinds.push_back(c.kind);
-        }
-    }
-    return kinds;
-}
-
-LoadOptions Context::load_options() const {
-    std::error_code ec;
-    return LoadOptions{std::filesystem::current_path(ec).string(), real_getenv};
-}
-
-Result<store::JobStore*> Context::store() {
-    if (!m_store) {
-        std::error_code ec;
-        std::filesystem::create_directories(m_paths.state_dir, ec);
-        if (ec) {
-            return fail(ErrorKind::internal, fmt::format("cannot create the state folder {}: {}",
-                                                         m_paths.state_dir, ec.message()));
-        }
-        auto opened = store::JobStore::open(m_paths.state_dir + "/jobs.db");
-        if (!opened) {
-            return tl::unexpected(opened.error());
-        }
-        m_store = std::move(*opened);
-    }
-    return m_store.get();
-}
-
-Result<Backend*> Context::backend(const std::string& cluster) {
-    if (auto it = m_backends.find(cluster); it != m_backends.end()) {
-        return it->second.get();
-    }
-    for (const auto& c : m_config.clusters) {
-        if (c.name == cluster) {
-            auto made = backends::make_backend(c, backends::BackendContext{m_paths.state_dir, real_getenv});
-            if (!made) {
-                return tl::unexpected(made.error());
-            }
-            return (m_backends[cluster] = std::move(*made)).get();
-        }
-    }
-    return fail(ErrorKind::config, fmt::format("cluster '{}' is not in the config", cluster),
-                m_config.path.empty() ? "add it to the clusters list in config.yaml"
-                                      : fmt::format("add it to the clusters list in {}", m_config.path));
-}
-
-Result<std::vector<Backend*>> Context::backends() {
-    std::vector<Backend*> out;
-    for (const auto& c : m_config.clusters) {
-        auto b = backend(c.name);
-        if (!b) {
-            return tl::unexpected(b.error());
-        }
-        out.push_back(*b);
-    }
-    return out;
-}
-
-std::chrono::steady_clock::duration Context::deadline(const std::string& cluster) const {
-    int timeout = 30;
-    for (const auto& c : m_config.clusters) {
-        if (c.name != cluster) {
-            continue;
-        }
-        if (auto it = c.settings.find("timeout_seconds"); it != c.settings.end()) {
-            // The backend's own settings check rejected a bad value already; here it only sizes the wait.
-            if (auto n = parse_positive_int(it->is_string() ? it->get<std::string>() : it->dump())) {
-                timeout = *n;
-            }
-        }
-    }
-    return std::chrono::seconds(2 * timeout + 5);
-}
-
-void Context::abandon(const std::string& cluster) {
-    if (auto it = m_backends.find(cluster); it != m_backends.end()) {
-        m_abandoned.push_back(it->second.release());
-        m_backends.erase(it);
-    }
-}
+namespace tandem::app {
 
 namespace {
 
@@ -179,9 +24,9 @@ struct ClusterRefresh {
 };
 
 // Stores one cluster's refresh and brings its views up to date with what the store kept.
-void apply_updates(store::JobStore* store, std::vector<JobView>& views,
+void apply_updates(const Session& ctx, store::JobStore* store, std::vector<JobView>& views,
                    const std::vector<std::size_t>& indexes, const std::vector<JobUpdate>& updates) {
-    const auto now = now_seconds();
+    const auto now = ctx.now();
     std::vector<std::pair<std::int64_t, JobUpdate>> changes;
     std::vector<std::string> remote_ids;
     for (std::size_t k = 0; k < indexes.size(); ++k) {
@@ -230,7 +75,7 @@ namespace {
 // ask the cluster for the job carrying its submit token. Found: the job is tracked from here on, as if the
 // launch had stored it. Not found: nothing ran, and the job ends FAILED saying so. Nothing is submitted
 // here, so a job is never submitted twice. Returns why the cluster could not tell, when it could not.
-std::optional<std::string> settle_abandoned_launch(Context& ctx, JobRecord& job) {
+std::optional<std::string> settle_abandoned_launch(Session& ctx, JobRecord& job) {
     auto lock = take_abandoned_launch(ctx.paths().state_dir, job.submit_token);
     if (!lock) {
         return std::nullopt; // its launch is alive and submitting
@@ -257,14 +102,14 @@ std::optional<std::string> settle_abandoned_launch(Context& ctx, JobRecord& job)
                            unsure ? "its submit failed in transit" : "its launch was interrupted", job.cluster,
                            found.error().message);
     }
-    const auto now = now_seconds();
+    const auto now = ctx.now();
     if (*found) {
         auto active = (*store)->set_remote_id(job.id, **found);
         if (!active) {
             return active.error().message;
         }
         job.remote_id = **found;
-        note(fmt::format("tandem: job {}: {}; {} holds it as {}", job.id,
+        ctx.progress(fmt::format("job {}: {}; {} holds it as {}", job.id,
                          unsure ? "its submit's answer was lost" : "its launch was interrupted after the submit",
                          job.cluster, job.remote_id));
         return std::nullopt;
@@ -286,7 +131,7 @@ std::optional<std::string> settle_abandoned_launch(Context& ctx, JobRecord& job)
 
 } // namespace
 
-std::vector<JobView> refresh_jobs(Context& ctx, std::vector<JobRecord> jobs) {
+std::vector<JobView> refresh_jobs(Session& ctx, std::vector<JobRecord> jobs) {
     std::vector<JobView> views;
     views.reserve(jobs.size());
     std::map<std::string, std::vector<std::size_t>> active_by_cluster;
@@ -348,12 +193,12 @@ std::vector<JobView> refresh_jobs(Context& ctx, std::vector<JobRecord> jobs) {
                                  : updates.error().message);
             continue;
         }
-        apply_updates(store ? *store : nullptr, views, indexes, *updates);
+        apply_updates(ctx, store ? *store : nullptr, views, indexes, *updates);
     }
     return views;
 }
 
-Result<JobRecord> find_job(Context& ctx, const std::string& id_text) {
+Result<JobRecord> find_job(Session& ctx, const std::string& id_text) {
     std::int64_t id = 0;
     auto [ptr, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
     if (id_text.empty() || ec != std::errc{} || ptr != id_text.data() + id_text.size() || id <= 0) {
@@ -375,4 +220,48 @@ Result<JobRecord> find_job(Context& ctx, const std::string& id_text) {
     return **job;
 }
 
-} // namespace tandem::cli
+JobView wait_for_job(Session& ctx, const JobRecord& job) {
+    auto delay = std::chrono::milliseconds(100);
+    std::string last_problem;
+    while (true) {
+        auto views = refresh_jobs(ctx, {job});
+        JobView view = std::move(views.front());
+        if (is_terminal(view.record.state)) {
+            return view;
+        }
+        if (view.unreachable && view.unreachable_reason != last_problem) {
+            ctx.progress(fmt::format("cannot reach {} ({}); still waiting", job.cluster, view.unreachable_reason));
+        }
+        last_problem = view.unreachable ? view.unreachable_reason : "";
+        std::this_thread::sleep_for(delay);
+        delay = std::min(delay * 3 / 2, std::chrono::milliseconds(2000));
+    }
+}
+
+Status cancel_job(Session& ctx, JobRecord& job, const std::string& reason) {
+    if (!job.remote_id.empty()) {
+        auto backend = ctx.backend(job.cluster);
+        if (!backend) {
+            return tl::unexpected(backend.error());
+        }
+        if (auto ok = (*backend)->cancel(job); !ok) {
+            return ok;
+        }
+        ctx.fault_point("cancel.remote");
+    }
+    auto store = ctx.store();
+    if (!store) {
+        return tl::unexpected(store.error());
+    }
+    const auto now = ctx.now();
+    JobUpdate cancelled{JobState::cancelled, reason, std::nullopt, std::nullopt, now};
+    if (auto ok = (*store)->update(job.id, cancelled, now); !ok) {
+        return ok;
+    }
+    job.state = JobState::cancelled;
+    job.reason = reason;
+    job.ended_at = now;
+    return {};
+}
+
+} // namespace tandem::app

@@ -10,7 +10,7 @@
 
 #include "core/error.hpp"
 
-namespace tandem::cli {
+namespace tandem::app {
 
 // Takes the lock for `token`, held by this process until release_launch_lock() or its exit.
 Status hold_launch_lock(const std::string& state_dir, const std::string& token);
@@ -32,4 +32,4 @@ private:
 };
 std::unique_ptr<AbandonedLaunch> take_abandoned_launch(const std::string& state_dir, const std::string& token);
 
-} // namespace tandem::cli
+} // namespace tandem::app

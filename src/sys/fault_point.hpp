@@ -13,8 +13,8 @@
 
 #include <string_view>
 
-namespace tandem {
+namespace tandem::sys {
 
 void fault_point(std::string_view point);
 
-} // namespace tandem
+} // namespace tandem::sys

@@ -1,5 +1,6 @@
 #pragma once
-// Failover: one tandem job, several placements over its life. A submit the backend declines (capacity,
+// Submission: a job is recorded once (with its launch lock, app/launch_lock.hpp), then submitted through
+// its failover. Failover: one tandem job, several placements over its life. A submit the backend declines (capacity,
 // quota, partition, admission) moves to the next candidate of the plan at once; a job still waiting for
 // resources after its pending timeout is cancelled and placed on the next candidate. The job keeps its id;
 // every placement it leaves is kept as an attempt (`status JOB` shows them). The old copy is always
@@ -11,15 +12,15 @@
 #include <string_view>
 #include <vector>
 
-#include "cli/context.hpp"
+#include "app/job_tracker.hpp"
 #include "core/planner.hpp"
 
-namespace tandem::cli {
+namespace tandem::app {
 
 class Failover {
 public:
     // `candidates` in plan order; `job` is the stored record, not yet submitted, placed on candidates[0].
-    Failover(Context& ctx, const TaskSpec& spec, std::vector<Placement> candidates, JobRecord job);
+    Failover(Session& ctx, const TaskSpec& spec, std::vector<Placement> candidates, JobRecord job);
 
     // Submits to the current candidate, moving on past every refusal. On success the job has its
     // remote id; when every candidate declined, the job is FAILED and the error lists each refusal.
@@ -35,6 +36,7 @@ public:
     // Whether a pending timeout has somewhere to send the job (another cluster or pool).
     bool can_move_on() const { return next_candidate(true).has_value(); }
     const JobRecord& job() const { return m_job; }
+    Session& session() const { return m_ctx; }
     const Placement& placement() const { return m_candidates[m_current]; }
     std::int64_t placed_at() const { return m_placed_at; }
 
@@ -42,7 +44,7 @@ private:
     std::optional<std::size_t> next_candidate(bool skip_same_pool) const;
     Result<bool> move_to(std::size_t next, const std::string& outcome);
 
-    Context& m_ctx;
+    Session& m_ctx;
     const TaskSpec& m_spec;
     std::vector<Placement> m_candidates;
     std::size_t m_current = 0;
@@ -50,6 +52,12 @@ private:
     std::int64_t m_placed_at = 0;
     std::vector<std::string> m_refusals; // "cluster/pool: why", for the final error
 };
+
+// Records the job about to be submitted to `placement` (PENDING, with `reason`; a group member under
+// `parent`), holding its launch lock first: a job in the store without a live launch holding its lock is
+// one `status` settles.
+Result<JobRecord> record_job(Session& ctx, const TaskSpec& spec, const Placement& placement,
+                             std::optional<std::int64_t> parent = std::nullopt, const std::string& reason = {});
 
 // How long a job may wait for resources on one placement before it moves on, by backend.
 struct PendingTimeouts {
@@ -71,11 +79,15 @@ struct PendingTimeouts {
 
 // --pending-timeout for every backend; else the task's config.<backend>.provision_timeout for that
 // backend, then the task's config.pending_timeout, then the config file's pending_timeout.
-Result<PendingTimeouts> pending_timeouts(Context& ctx, const std::optional<std::string>& flag,
+Result<PendingTimeouts> pending_timeouts(Session& ctx, const std::optional<std::string>& flag,
                                          const TaskSpec& spec);
+
+// Waits while the job is PENDING, moving it on when it has waited its timeout for resources; returns once
+// it has left PENDING (started, ended) on whatever placement it has then.
+Result<JobView> wait_while_pending(Session& ctx, Failover& failover, const PendingTimeouts& timeouts);
 
 // Whether a PENDING reason means "waiting for resources" (a pending timeout applies), rather than a hold,
 // a dependency or a begin time, which no other cluster would change.
 bool waiting_for_resources(const JobRecord& job);
 
-} // namespace tandem::cli
+} // namespace tandem::app

@@ -2,10 +2,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "cli/failover.hpp"
+#include "app/submission.hpp"
 
 using namespace tandem;
-using tandem::cli::waiting_for_resources;
+using tandem::app::waiting_for_resources;
 
 namespace {
 

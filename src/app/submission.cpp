@@ -1,14 +1,15 @@
-#include "cli/failover.hpp"
+#include "app/submission.hpp"
 
 #include <fmt/format.h>
 
-#include "cli/launch_lock.hpp"
-#include "cli/output.hpp"
-#include "cli/task_planning.hpp"
-#include "core/fault_point.hpp"
+#include <thread>
+
+#include "app/launch_lock.hpp"
+#include "app/planning.hpp"
+#include "core/quantity.hpp"
 #include "core/quantity.hpp"
 
-namespace tandem::cli {
+namespace tandem::app {
 
 namespace {
 
@@ -24,7 +25,7 @@ bool starts_with(const std::string& text, std::string_view prefix) {
 
 // --pending-timeout for every backend; else the task's config.<backend>.provision_timeout for that
 // backend, then the task's config.pending_timeout, then the config file's pending_timeout.
-Result<PendingTimeouts> pending_timeouts(Context& ctx, const std::optional<std::string>& flag,
+Result<PendingTimeouts> pending_timeouts(Session& ctx, const std::optional<std::string>& flag,
                                          const TaskSpec& spec) {
     PendingTimeouts t;
     if (flag) {
@@ -57,7 +58,76 @@ bool waiting_for_resources(const JobRecord& job) {
     return true;
 }
 
-Failover::Failover(Context& ctx, const TaskSpec& spec, std::vector<Placement> candidates, JobRecord job)
+Result<JobRecord> record_job(Session& ctx, const TaskSpec& spec, const Placement& placement,
+                             std::optional<std::int64_t> parent, const std::string& reason) {
+    auto store = ctx.store();
+    if (!store) {
+        return tl::unexpected(store.error());
+    }
+    JobRecord job;
+    job.name = spec.name;
+    if (parent) {
+        job.member = spec.name;
+        job.parent_id = parent;
+    }
+    job.cluster = placement.cluster;
+    job.backend = std::string(to_string(placement.kind));
+    job.state = JobState::pending;
+    job.reason = reason;
+    job.submitted_at = ctx.now();
+    job.updated_at = job.submitted_at;
+    job.spec_json = to_redacted_json(spec).dump();
+    job.placement_json = placement_json(placement).dump();
+    job.gpus = placement_gpus(spec, placement);
+    job.num_nodes = spec.num_nodes;
+    // The lock first: a job in the store without a live launch holding its lock is one `status` settles.
+    job.submit_token = ctx.new_token();
+    if (auto held = hold_launch_lock(ctx.paths().state_dir, job.submit_token); !held) {
+        return tl::unexpected(held.error());
+    }
+    auto id = (*store)->insert(job);
+    if (!id) {
+        release_launch_lock(ctx.paths().state_dir, job.submit_token);
+        return tl::unexpected(id.error());
+    }
+    job.id = *id;
+    return job;
+}
+
+Result<JobView> wait_while_pending(Session& ctx, Failover& failover, const PendingTimeouts& timeouts) {
+    auto delay = std::chrono::milliseconds(500);
+    bool told = false;
+    for (;;) {
+        JobView view = refresh_jobs(ctx, {failover.job()}).front();
+        if (view.record.state != JobState::pending || view.record.remote_id.empty()) {
+            return view;
+        }
+        const auto limit = timeouts.for_backend(view.record.backend);
+        if (!limit) { // this placement waits for ever; the job stays here
+            return view;
+        }
+        const std::int64_t timeout = *limit;
+        if (!told && waiting_for_resources(view.record) && failover.can_move_on()) {
+            ctx.progress(fmt::format("job {} is pending on {} ({}); moving on after {}", view.record.id,
+                                     view.record.cluster, view.record.reason.empty() ? "queued" : view.record.reason,
+                                     human_duration(timeout)));
+            told = true;
+        }
+        auto moved = failover.move_on_if_stuck(view, timeout);
+        if (!moved) {
+            return tl::unexpected(moved.error());
+        }
+        if (*moved) {
+            told = false;
+            delay = std::chrono::milliseconds(500);
+            continue;
+        }
+        std::this_thread::sleep_for(delay);
+        delay = std::min(delay * 3 / 2, std::chrono::milliseconds(2000));
+    }
+}
+
+Failover::Failover(Session& ctx, const TaskSpec& spec, std::vector<Placement> candidates, JobRecord job)
     : m_ctx(ctx), m_spec(spec), m_candidates(std::move(candidates)), m_job(std::move(job)) {}
 
 std::optional<std::size_t> Failover::next_candidate(bool skip_same_pool) const {
@@ -79,12 +149,12 @@ Result<bool> Failover::move_to(std::size_t next, const std::string& outcome) {
     }
     const Placement& from = m_candidates[m_current];
     const Placement& to = m_candidates[next];
-    const auto now = now_seconds();
+    const auto now = m_ctx.now();
     store::Attempt finished{0,         from.cluster,    std::string(to_string(from.kind)),
                             from.pool, m_job.remote_id, m_placed_at,
                             now,       outcome};
     store::Move move{to.cluster, std::string(to_string(to.kind)), placement_json(to).dump(),
-                     placement_gpus(m_spec, to), fmt::format("moving from {}", where(from)), new_submit_token()};
+                     placement_gpus(m_spec, to), fmt::format("moving from {}", where(from)), m_ctx.new_token()};
     const std::string& state_dir = m_ctx.paths().state_dir;
     if (auto held = hold_launch_lock(state_dir, move.submit_token); !held) {
         return tl::unexpected(held.error());
@@ -114,22 +184,22 @@ Status Failover::submit(std::optional<Result<std::string>> first) {
     }
     for (;;) {
         const Placement& placement = m_candidates[m_current];
-        m_placed_at = now_seconds();
+        m_placed_at = m_ctx.now();
         auto backend = m_ctx.backend(placement.cluster);
-        fault_point("launch.recorded");
+        m_ctx.fault_point("launch.recorded");
         Result<std::string> remote_id =
             first     ? std::move(*first)
             : backend ? (*backend)->submit(m_spec, placement, m_job.id, m_job.submit_token)
                       : tl::unexpected(backend.error());
         first.reset();
         if (remote_id) {
-            fault_point("launch.submitted");
+            m_ctx.fault_point("launch.submitted");
             auto active = (*store)->set_remote_id(m_job.id, *remote_id);
             if (!active) {
                 return tl::unexpected(active.error()); // the lock stays: `status` settles the job
             }
             release_launch_lock(m_ctx.paths().state_dir, m_job.submit_token);
-            fault_point("launch.stored");
+            m_ctx.fault_point("launch.stored");
             m_job.remote_id = *remote_id;
             if (!*active) {
                 // Cancelled (`tandem cancel`) while the submit was under way: the job must not run on.
@@ -147,7 +217,7 @@ Status Failover::submit(std::optional<Result<std::string>> first) {
                                         "is cancelled too",
                                         m_job.id, where(placement), *remote_id));
             }
-            note(fmt::format("tandem: job {} ({}) submitted to {} as {} [{}]", m_job.id, m_job.name,
+            m_ctx.progress(fmt::format("job {} ({}) submitted to {} as {} [{}]", m_job.id, m_job.name,
                              where(placement), *remote_id, placement.option_label));
             return {};
         }
@@ -157,7 +227,7 @@ Status Failover::submit(std::optional<Result<std::string>> first) {
             m_refusals.push_back(fmt::format("{}: {}", where(placement), e.message));
         }
         if (next) {
-            note(fmt::format("tandem: {} declined job {}: {}; trying {}", where(placement), m_job.id,
+            m_ctx.progress(fmt::format("{} declined job {}: {}; trying {}", where(placement), m_job.id,
                              e.message, where(m_candidates[*next])));
             auto moved = move_to(*next, "refused: " + e.message);
             if (!moved) {
@@ -172,7 +242,7 @@ Status Failover::submit(std::optional<Result<std::string>> first) {
             // The connection failed or timed out around the submit: the cluster may have taken the job all
             // the same. Guessing FAILED could leave it running unseen; the job stays PENDING, and `status`
             // asks the cluster for its token (find_submitted) once it answers.
-            const auto now = now_seconds();
+            const auto now = m_ctx.now();
             JobUpdate unsure{JobState::pending, fmt::format("{} {}", k_submit_unsure_reason, e.message),
                              std::nullopt, std::nullopt, std::nullopt};
             (void)(*store)->update(m_job.id, unsure, now);
@@ -187,8 +257,8 @@ Status Failover::submit(std::optional<Result<std::string>> first) {
         // The last candidate failed (or the failure was not a refusal): the job ends here, saying why.
         const std::string why = m_refusals.size() > 1 ? "every candidate declined it" : e.message;
         JobUpdate failed{JobState::failed, "submit failed: " + why, std::nullopt, std::nullopt,
-                         now_seconds()};
-        (void)(*store)->update(m_job.id, failed, now_seconds());
+                         m_ctx.now()};
+        (void)(*store)->update(m_job.id, failed, m_ctx.now());
         release_launch_lock(m_ctx.paths().state_dir, m_job.submit_token);
         Error out = e;
         out.refused = false;
@@ -210,7 +280,7 @@ Result<bool> Failover::move_on_if_stuck(const JobView& view, std::int64_t timeou
     if (view.unreachable || !waiting_for_resources(view.record)) {
         return false;
     }
-    const auto waited = now_seconds() - m_placed_at;
+    const auto waited = m_ctx.now() - m_placed_at;
     if (waited < timeout_seconds) {
         return false;
     }
@@ -225,12 +295,12 @@ Result<bool> Failover::move_on_if_stuck(const JobView& view, std::int64_t timeou
     }
     // Cancel first, and only move on once the cancel was accepted: never two live copies.
     if (auto cancelled = (*backend)->cancel(view.record); !cancelled) {
-        note(fmt::format("tandem: job {} pending {} on {}, but the cancel failed ({}); staying", m_job.id,
+        m_ctx.progress(fmt::format("job {} pending {} on {}, but the cancel failed ({}); staying", m_job.id,
                          human_duration(waited), where(here), cancelled.error().message));
         return false;
     }
     const std::string reason = view.record.reason.empty() ? "" : " (" + view.record.reason + ")";
-    note(fmt::format("tandem: job {} pending {} on {}{}: cancelled there; trying {}", m_job.id,
+    m_ctx.progress(fmt::format("job {} pending {} on {}{}: cancelled there; trying {}", m_job.id,
                      human_duration(waited), where(here), reason, where(m_candidates[*next])));
     m_job.remote_id = view.record.remote_id;
     auto moved = move_to(*next, fmt::format("pending {}{}: cancelled", human_duration(waited), reason));
@@ -243,4 +313,4 @@ Result<bool> Failover::move_on_if_stuck(const JobView& view, std::int64_t timeou
     return true;
 }
 
-} // namespace tandem::cli
+} // namespace tandem::app

@@ -7,11 +7,11 @@
 
 #include <catch2/catch.hpp>
 
-#include "cli/fanout.hpp"
+#include "app/fanout.hpp"
 
 using namespace std::chrono_literals;
-using tandem::cli::FanoutTask;
-using tandem::cli::run_fanout;
+using tandem::app::FanoutTask;
+using tandem::app::run_fanout;
 
 TEST_CASE("fan-out runs every task at once and waits for all") {
     auto count = std::make_shared<std::atomic<int>>(0);

@@ -1,4 +1,4 @@
-#include "cli/launch_lock.hpp"
+#include "app/launch_lock.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-namespace tandem::cli {
+namespace tandem::app {
 
 namespace {
 
@@ -88,4 +88,4 @@ std::unique_ptr<AbandonedLaunch> take_abandoned_launch(const std::string& state_
     return std::make_unique<AbandonedLaunch>(path, fd);
 }
 
-} // namespace tandem::cli
+} // namespace tandem::app

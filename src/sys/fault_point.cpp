@@ -1,10 +1,10 @@
-#include "core/fault_point.hpp"
+#include "sys/fault_point.hpp"
 
 #include <csignal>
 #include <cstdlib>
 #include <string>
 
-namespace tandem {
+namespace tandem::sys {
 
 void fault_point(std::string_view point) {
     static const std::string wanted = [] {
@@ -22,4 +22,4 @@ void fault_point(std::string_view point) {
     }
 }
 
-} // namespace tandem
+} // namespace tandem::sys

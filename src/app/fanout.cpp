@@ -1,11 +1,11 @@
-#include "cli/fanout.hpp"
+#include "app/fanout.hpp"
 
 #include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <thread>
 
-namespace tandem::cli {
+namespace tandem::app {
 
 namespace {
 
@@ -42,4 +42,4 @@ std::vector<bool> run_fanout(std::vector<FanoutTask> tasks) {
     return progress->done;
 }
 
-} // namespace tandem::cli
+} // namespace tandem::app

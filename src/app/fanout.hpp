@@ -7,7 +7,7 @@
 #include <functional>
 #include <vector>
 
-namespace tandem::cli {
+namespace tandem::app {
 
 struct FanoutTask {
     // Runs on a thread of its own. It must write its result only through what it owns (a shared_ptr
@@ -18,7 +18,7 @@ struct FanoutTask {
 
 // Runs every task concurrently (a single task on this thread) and returns, per task, whether it finished
 // before its deadline. A task left behind may still be running when the command ends; the process ends
-// with std::_Exit (app.cpp), so no static destructor runs under it.
+// with std::_Exit (cli/app.cpp), so no static destructor runs under it.
 std::vector<bool> run_fanout(std::vector<FanoutTask> tasks);
 
-} // namespace tandem::cli
+} // namespace tandem::app
