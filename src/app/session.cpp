@@ -15,6 +15,7 @@
 #include "sys/clock.hpp"
 #include "sys/environment.hpp"
 #include "sys/fault_point.hpp"
+#include "sys/files.hpp"
 
 namespace tandem::app {
 
@@ -32,6 +33,7 @@ Seams system_seams(EventSink events) {
     s.now = sys::now_seconds;
     s.new_token = sys::new_submit_token;
     s.current_dir = sys::current_dir;
+    s.files = sys::real_files();
     s.make_backend = [](const ClusterConfig& c, const std::string& state_dir) {
         return backends::make_backend(c, backends::BackendContext{state_dir, sys::getenv});
     };
@@ -57,7 +59,7 @@ Result<Session> Session::create(Seams seams) {
     if (!paths) {
         return tl::unexpected(paths.error());
     }
-    auto config = load_config(*paths);
+    auto config = load_config(*paths, seams.files);
     if (!config) {
         return tl::unexpected(config.error());
     }
@@ -104,7 +106,8 @@ std::vector<BackendKind> Session::configured_kinds() const {
 }
 
 LoadOptions Session::load_options() const {
-    return LoadOptions{m_seams.current_dir ? m_seams.current_dir() : std::string(), m_seams.getenv};
+    return LoadOptions{m_seams.current_dir ? m_seams.current_dir() : std::string(), m_seams.getenv,
+                       m_seams.files};
 }
 
 void Session::fault_point(std::string_view point) const {

@@ -1,9 +1,10 @@
 #pragma once
 // The engine's session: paths, config, the job store and one backend per configured cluster (each made
 // on first use, so that `tandem --help` or a spec error costs no database or network work), built from
-// injected seams: the environment, the clock, randomness, the working folder, the backend factory, fault
-// points and an event sink. The app layer learns the time, makes tokens and reports progress only through
-// these, so its state machines run in unit tests with a fake backend and a fake clock; only the CLI prints.
+// injected seams: the environment, the clock, randomness, the working folder and files, the backend
+// factory, fault points and an event sink. The app layer learns the time, makes tokens and reports
+// progress only through these, so its state machines run in unit tests with a fake backend and a fake
+// clock; only the CLI prints.
 
 #include <chrono>
 #include <cstdint>
@@ -38,6 +39,7 @@ struct Seams {
     std::function<std::int64_t()> now;        // unix seconds
     std::function<std::string()> new_token;   // submit tokens (JobRecord::submit_token)
     std::function<std::string()> current_dir; // relative workdirs resolve against it
+    FileAccess files;                         // task files, workdirs, file_mounts sources (core/files.hpp)
     BackendMaker make_backend;                // the registry's (backends::make_backend) in production
     std::function<void(std::string_view)> fault_point;
     EventSink events;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/config_errors.hpp"
 #include "backends/k8s/k8s_factory.hpp"
 #include "backends/local/local_backend.hpp"
 #include "backends/slurm/slurm_config.hpp"
@@ -14,10 +15,6 @@
 namespace tandem::backends {
 
 namespace {
-
-std::string config_where(const ClusterConfig& c) {
-    return c.loc.line > 0 ? fmt::format("{}:{}:{}: ", c.loc.file, c.loc.line, c.loc.column) : std::string{};
-}
 
 Result<std::unique_ptr<Backend>> make_local(const ClusterConfig& c, const BackendContext& context) {
     local::LocalSettings settings;

@@ -120,22 +120,31 @@ Result<std::pair<JobRecord, Backend*>> running_job(Context& ctx, const std::stri
     return std::make_pair(now, *backend);
 }
 
-Result<int> exec_command(Context& ctx, const ExecFlags& flags) {
+// The running job and its cluster's Exec, or why a command cannot run beside it.
+Result<std::pair<JobRecord, Exec*>> running_exec(Context& ctx, const ExecFlags& flags) {
     auto found = running_job(ctx, flags.job, flags.node);
     if (!found) {
         return tl::unexpected(found.error());
     }
-    auto& [job, backend] = *found;
-    auto exec = require(*backend, &Capabilities::exec, Capability::exec, job.id);
+    auto exec = require(*found->second, &Capabilities::exec, Capability::exec, found->first.id);
     if (!exec) {
         return tl::unexpected(exec.error());
     }
+    return std::make_pair(std::move(found->first), *exec);
+}
+
+Result<int> exec_command(Context& ctx, const ExecFlags& flags) {
+    auto found = running_exec(ctx, flags);
+    if (!found) {
+        return tl::unexpected(found.error());
+    }
+    auto& [job, exec] = *found;
     ExecRequest request{flags.command, flags.node.value_or(0), false};
     ExecIo io;
     io.input_fd = flags.stdin_open ? STDIN_FILENO : -1;
     io.out = [](std::string_view b) { write_all(STDOUT_FILENO, b); };
     io.err = [](std::string_view b) { write_all(STDERR_FILENO, b); };
-    return (*exec)->exec(job, request, io);
+    return exec->exec(job, request, io);
 }
 
 Result<int> shell_command(Context& ctx, const ExecFlags& flags) {
@@ -143,15 +152,11 @@ Result<int> shell_command(Context& ctx, const ExecFlags& flags) {
         return fail(ErrorKind::usage, "tandem shell needs a terminal on stdin",
                     "from a script, run one command with `tandem exec JOB -- CMD`");
     }
-    auto found = running_job(ctx, flags.job, flags.node);
+    auto found = running_exec(ctx, flags);
     if (!found) {
         return tl::unexpected(found.error());
     }
-    auto& [job, backend] = *found;
-    auto exec = require(*backend, &Capabilities::exec, Capability::exec, job.id);
-    if (!exec) {
-        return tl::unexpected(exec.error());
-    }
+    auto& [job, exec] = *found;
     ExecRequest request{{}, flags.node.value_or(0), true};
     ExecIo io;
     io.input_fd = STDIN_FILENO;
@@ -172,7 +177,7 @@ Result<int> shell_command(Context& ctx, const ExecFlags& flags) {
     sigemptyset(&sa.sa_mask);
     ::sigaction(SIGWINCH, &sa, nullptr);
     RawTerminal raw;
-    return (*exec)->exec(job, request, io);
+    return exec->exec(job, request, io);
 }
 
 Result<int> attach_command(Context& ctx, const ExecFlags& flags) {

@@ -1,9 +1,6 @@
 #include "core/config.hpp"
 
-#include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -274,18 +271,17 @@ Result<Config> parse_config(const std::string& text, const std::string& path) {
     return config;
 }
 
-Result<Config> load_config(const Paths& paths) {
-    std::error_code ec;
-    if (!std::filesystem::exists(paths.config_file, ec)) {
+Result<Config> load_config(const Paths& paths, const FileAccess& files) {
+    auto text = files.read ? files.read(paths.config_file, k_max_input_file)
+                           : Result<std::optional<std::string>>(std::optional<std::string>());
+    if (!text) {
+        return fail(ErrorKind::config,
+                    fmt::format("cannot read config file {}: {}", paths.config_file, text.error().message));
+    }
+    if (!*text) {
         return default_config();
     }
-    std::ifstream in(paths.config_file, std::ios::binary);
-    if (!in) {
-        return fail(ErrorKind::config, fmt::format("cannot read config file {}", paths.config_file));
-    }
-    std::ostringstream text;
-    text << in.rdbuf();
-    return parse_config(text.str(), paths.config_file);
+    return parse_config(**text, paths.config_file);
 }
 
 } // namespace tandem

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "core/inventory.hpp"
 #include "core/planner.hpp"
 #include "core/spec.hpp"
@@ -47,6 +48,7 @@ struct Config {
 // Parses config text; every problem is reported at once as file:line:col lines in one config error.
 Result<Config> parse_config(const std::string& text, const std::string& path);
 // Reads the file at paths.config_file; a missing file gives the default config (one `local` cluster).
-Result<Config> load_config(const Paths& paths);
+// The config file at paths.config_file, read through `files`; the defaults when there is none.
+Result<Config> load_config(const Paths& paths, const FileAccess& files);
 
 } // namespace tandem

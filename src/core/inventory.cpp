@@ -96,4 +96,13 @@ std::optional<Pool> pool_from_json(const nlohmann::json& j) {
     }
 }
 
+const Pool* find_pool(const ClusterInventory& inventory, std::string_view name) {
+    for (const auto& p : inventory.pools) {
+        if (p.name == name) {
+            return &p;
+        }
+    }
+    return nullptr;
+}
+
 } // namespace tandem

@@ -27,7 +27,7 @@ struct Pool {
     int gpus_total = 0;
     int cpus_per_node = 0;
     double memory_gb_per_node = 0;
-    std::optional<int> max_time_minutes;   // nullopt: no limit
+    std::optional<int> max_time_minutes;     // nullopt: no limit
     std::optional<int> default_time_minutes; // Slurm's DefaultTime: what a job asking none gets
     bool is_default = false; // Slurm's default partition: preferred among equal placements, as sbatch would
     std::vector<std::string> mig_profiles; // e.g. "1g.10gb" (Kubernetes MIG "mixed" strategy)
@@ -49,6 +49,9 @@ struct ClusterInventory {
     // reads them, slurmrestd does not.
     bool sbatch_options = true;
 };
+
+// The pool named `name`, or null when the cluster has none by that name (any more).
+const Pool* find_pool(const ClusterInventory& inventory, std::string_view name);
 
 struct Inventory {
     std::vector<ClusterInventory> clusters;

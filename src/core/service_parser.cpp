@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
-#include <filesystem>
 #include <limits>
 #include <optional>
 #include <set>
@@ -92,8 +91,8 @@ int json_depth(std::string_view text) {
 
 class ServiceParser {
 public:
-    ServiceParser(YamlWalker& w, TaskSpec& spec, const std::string& base_dir)
-        : m_w(w), m_spec(spec), m_base_dir(base_dir) {}
+    ServiceParser(YamlWalker& w, TaskSpec& spec, const LoadOptions& options)
+        : m_w(w), m_spec(spec), m_options(options) {}
 
     void section(const YAML::Node& node) {
         if (!node.IsMap()) {
@@ -206,8 +205,9 @@ private:
             return;
         }
         if (!node.IsScalar()) {
-            m_w.error(node, field,
-                      fmt::format("must be a mapping or a string of JSON, not a {}", YamlWalker::kind_name(node)));
+            m_w.error(
+                node, field,
+                fmt::format("must be a mapping or a string of JSON, not a {}", YamlWalker::kind_name(node)));
             return;
         }
         const std::string& text = node.Scalar();
@@ -217,7 +217,7 @@ private:
         }
         std::size_t values = 0;
         const nlohmann::json::parser_callback_t counter = [&values](int, nlohmann::json::parse_event_t,
-                                                                     nlohmann::json&) {
+                                                                    nlohmann::json&) {
             ++values;
             return true;
         };
@@ -266,7 +266,8 @@ private:
     // ---- replica_policy: {min_replicas, max_replicas, target_qps_per_replica, up/downscale delays}
     void replica_policy(const YAML::Node& node, const std::string& path, ServiceSpec& service) {
         if (!node.IsMap()) {
-            m_w.error(node, path, "must be a mapping (min_replicas, max_replicas, target_qps_per_replica ...)");
+            m_w.error(node, path,
+                      "must be a mapping (min_replicas, max_replicas, target_qps_per_replica ...)");
             return;
         }
         std::optional<YAML::Node> min_node;
@@ -293,8 +294,8 @@ private:
                 qps = target_qps(value, field);
             } else if (k == "upscale_delay_seconds" || k == "downscale_delay_seconds") {
                 if (auto s = seconds(value, field, true)) {
-                    (k == "upscale_delay_seconds" ? service.upscale_delay_seconds : service.downscale_delay_seconds) =
-                        *s;
+                    (k == "upscale_delay_seconds" ? service.upscale_delay_seconds
+                                                  : service.downscale_delay_seconds) = *s;
                 }
             }
         }
@@ -330,9 +331,10 @@ private:
 
     std::optional<double> target_qps(const YAML::Node& value, const std::string& field) {
         if (value.IsMap()) {
-            m_w.error(value, field,
-                      "is a SkyPilot feature tandem does not support yet (a target per accelerator type); give "
-                      "one number, the queries per second each replica should serve");
+            m_w.error(
+                value, field,
+                "is a SkyPilot feature tandem does not support yet (a target per accelerator type); give "
+                "one number, the queries per second each replica should serve");
             return std::nullopt;
         }
         auto text = m_w.scalar(value, field);
@@ -412,24 +414,19 @@ private:
     // base_dir. The file must exist; the absolute path comes back.
     std::optional<std::string> local_file(const YAML::Node& value, const std::string& field,
                                           const std::string& written) {
-        std::filesystem::path p(written);
-        if (written == "~" || written.rfind("~/", 0) == 0) {
-            const char* home = std::getenv("HOME");
-            p = std::filesystem::path(home ? home : "/") / written.substr(std::min<std::size_t>(2, written.size()));
-        } else if (p.is_relative()) {
-            p = std::filesystem::path(m_base_dir) / p;
-        }
-        std::error_code ec;
-        p = std::filesystem::weakly_canonical(p, ec);
-        if (written.empty() || ec || !std::filesystem::exists(p, ec)) {
+        const std::string home = m_options.getenv ? m_options.getenv("HOME").value_or("") : std::string();
+        const std::string path = expand_local_path(written, home, m_options.base_dir);
+        const PathInfo p =
+            m_options.files.inspect ? m_options.files.inspect(path) : PathInfo{path, PathKind::missing};
+        if (written.empty() || p.kind == PathKind::missing) {
             m_w.error(value, field, fmt::format("'{}' does not exist", written));
             return std::nullopt;
         }
-        if (!std::filesystem::is_regular_file(p, ec)) {
+        if (p.kind != PathKind::file) {
             m_w.error(value, field, fmt::format("'{}' is not a file", written));
             return std::nullopt;
         }
-        return p.string();
+        return p.path;
     }
 
     // `pool: false` is a service; `pool: true` (or newer SkyPilot's pool settings) a worker pool.
@@ -484,13 +481,14 @@ private:
 
     YamlWalker& m_w;
     TaskSpec& m_spec;
-    const std::string& m_base_dir;
+    const LoadOptions& m_options;
 };
 
 } // namespace
 
-void parse_service_section(YamlWalker& w, const YAML::Node& node, TaskSpec& spec, const std::string& base_dir) {
-    ServiceParser(w, spec, base_dir).section(node);
+void parse_service_section(YamlWalker& w, const YAML::Node& node, TaskSpec& spec,
+                           const LoadOptions& options) {
+    ServiceParser(w, spec, options).section(node);
 }
 
 } // namespace tandem::detail

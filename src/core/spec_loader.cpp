@@ -15,15 +15,27 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
-#include "core/quantity.hpp"
 #include "core/config_section_parser.hpp"
+#include "core/quantity.hpp"
 #include "core/resources_parser.hpp"
 #include "core/service_parser.hpp"
-#include "core/value_checks.hpp"
 #include "core/spec_parse_detail.hpp"
+#include "core/value_checks.hpp"
 #include "core/yaml_walker.hpp"
 
 namespace tandem {
+
+namespace {
+
+std::string home_of(const LoadOptions& options) {
+    return options.getenv ? options.getenv("HOME").value_or("") : std::string();
+}
+
+PathInfo inspect_path(const LoadOptions& options, const std::string& path) {
+    return options.files.inspect ? options.files.inspect(path) : PathInfo{path, PathKind::missing};
+}
+
+} // namespace
 
 namespace {
 
@@ -31,7 +43,6 @@ using detail::join_path;
 using detail::ParsedSpec;
 using detail::PendingValues;
 using detail::YamlWalker;
-
 
 class SpecWalker {
 public:
@@ -80,7 +91,7 @@ public:
             } else if (k == "config") {
                 detail::parse_config_section(m_w, value, m_spec);
             } else if (k == "service") {
-                detail::parse_service_section(m_w, value, m_spec, m_options.base_dir);
+                detail::parse_service_section(m_w, value, m_spec, m_options);
             }
         }
     }
@@ -187,17 +198,16 @@ void final_checks(TaskSpec& spec, const LoadOptions& options, std::vector<Diagno
                                    "must be at most 128 characters with no control characters"});
     }
     if (spec.workdir) {
-        std::filesystem::path p(*spec.workdir);
-        if (p.is_relative()) {
-            p = std::filesystem::path(options.base_dir) / p;
-        }
-        std::error_code ec;
-        p = std::filesystem::weakly_canonical(p, ec);
-        if (ec || !std::filesystem::is_directory(p, ec)) {
+        const std::string written = *spec.workdir; // (no `~`: taken as written, relative to base_dir)
+        const std::filesystem::path path(written);
+        const PathInfo p = inspect_path(
+            options,
+            path.is_relative() ? (std::filesystem::path(options.base_dir) / path).string() : written);
+        if (p.kind != PathKind::directory) {
             diags.push_back(Diagnostic{spec.location_of("workdir"), "workdir",
                                        fmt::format("'{}' is not a directory", *spec.workdir)});
         } else {
-            spec.workdir = p.string();
+            spec.workdir = p.path;
         }
     }
     resolve_file_mounts(spec, options, diags);
@@ -212,9 +222,10 @@ void resolve_file_mounts(TaskSpec& spec, const LoadOptions& options, std::vector
         const std::string field = "file_mounts." + destination;
         if (destination.empty() ||
             std::any_of(destination.begin(), destination.end(), [](unsigned char c) { return c < 0x20; })) {
-            diags.push_back(Diagnostic{spec.location_of(field), "file_mounts",
-                                       "a destination must be a path (absolute, ~/..., or relative to the home "
-                                       "folder)"});
+            diags.push_back(
+                Diagnostic{spec.location_of(field), "file_mounts",
+                           "a destination must be a path (absolute, ~/..., or relative to the home "
+                           "folder)"});
             continue;
         }
         if (!value.is_string()) {
@@ -224,20 +235,14 @@ void resolve_file_mounts(TaskSpec& spec, const LoadOptions& options, std::vector
         if (source.find("://") != std::string::npos) {
             continue;
         }
-        std::filesystem::path p(source);
-        if (source == "~" || source.rfind("~/", 0) == 0) {
-            const char* home = std::getenv("HOME");
-            p = std::filesystem::path(home ? home : "/") / source.substr(std::min<std::size_t>(2, source.size()));
-        } else if (p.is_relative()) {
-            p = std::filesystem::path(options.base_dir) / p;
-        }
-        std::error_code ec;
-        p = std::filesystem::weakly_canonical(p, ec);
-        if (source.empty() || ec || !std::filesystem::exists(p, ec)) {
-            diags.push_back(Diagnostic{spec.location_of(field), field, fmt::format("'{}' does not exist", source)});
+        const PathInfo p =
+            inspect_path(options, expand_local_path(source, home_of(options), options.base_dir));
+        if (source.empty() || p.kind == PathKind::missing) {
+            diags.push_back(
+                Diagnostic{spec.location_of(field), field, fmt::format("'{}' does not exist", source)});
             continue;
         }
-        value = p.string();
+        value = p.path;
     }
 }
 
@@ -284,7 +289,8 @@ public:
         seen(mark);
     }
     void OnSequenceEnd() override { ++events; }
-    void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                    YAML::EmitterStyle::value) override {
         seen(mark);
     }
     void OnMapEnd() override { ++events; }
@@ -324,9 +330,9 @@ std::optional<Diagnostic> unfinishable(const std::string& text, const YamlWalker
         const auto at = static_cast<std::size_t>(std::max(probe.first.pos, 0));
         if (empty && last_empty_at == at) {
             std::string what = at < text.size() ? fmt::format("'{}'", text[at]) : "the end of the file";
-            return Diagnostic{walker.loc(probe.first), "",
-                              fmt::format("invalid YAML: unexpected {} where a value or a document should start",
-                                          what)};
+            return Diagnostic{
+                walker.loc(probe.first), "",
+                fmt::format("invalid YAML: unexpected {} where a value or a document should start", what)};
         }
         last_empty_at = empty ? std::optional<std::size_t>(at) : std::nullopt;
     }
@@ -403,21 +409,25 @@ SpecLoad load_spec(std::string_view text, const std::string& file_name, const Sp
     return detail::load_spec_root((*docs)[0], file_name, overrides, options);
 }
 
-std::optional<std::string> read_task_text(const std::string& path, std::vector<Diagnostic>& diags) {
-    std::ifstream in(path, std::ios::binary);
-    std::error_code ec;
-    if (!in || std::filesystem::is_directory(path, ec)) {
+std::optional<std::string> read_task_text(const std::string& path, const LoadOptions& options,
+                                          std::vector<Diagnostic>& diags) {
+    if (!options.files.read) {
         diags.push_back(Diagnostic{SourceLoc{path, 0, 0}, "", "cannot read the task file"});
         return std::nullopt;
     }
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
+    auto text = options.files.read(path, k_max_input_file);
+    if (!text || !*text) {
+        diags.push_back(Diagnostic{SourceLoc{path, 0, 0}, "",
+                                   text && !*text ? "cannot read the task file"
+                                                  : "cannot read the task file: " + text.error().message});
+        return std::nullopt;
+    }
+    return std::move(**text);
 }
 
 SpecLoad load_spec_file(const std::string& path, const SpecOverrides& overrides, const LoadOptions& options) {
     SpecLoad result;
-    auto text = read_task_text(path, result.diagnostics);
+    auto text = read_task_text(path, options, result.diagnostics);
     return text ? load_spec(*text, path, overrides, options) : result;
 }
 

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/files.hpp"
 #include "core/inventory.hpp"
 #include "core/spec.hpp"
 
@@ -34,7 +35,10 @@ struct SpecOverrides {
 
 struct LoadOptions {
     std::string base_dir; // relative `workdir` is resolved against this (the current directory)
-    std::function<std::optional<std::string>(const std::string&)> getenv; // for `--env K`
+    std::function<std::optional<std::string>(const std::string&)> getenv; // for `--env K` and `~`
+    // Reading the task file, and checking workdir, file_mounts sources and tls files (core/files.hpp).
+    // Without it, every local path is reported missing.
+    FileAccess files;
 };
 
 struct SpecLoad {
@@ -47,7 +51,8 @@ SpecLoad load_spec(std::string_view text, const std::string& file_name, const Sp
 SpecLoad load_spec_file(const std::string& path, const SpecOverrides& overrides, const LoadOptions& options);
 
 // The text of a task file, or a diagnostic when it cannot be read.
-std::optional<std::string> read_task_text(const std::string& path, std::vector<Diagnostic>& diagnostics);
+std::optional<std::string> read_task_text(const std::string& path, const LoadOptions& options,
+                                          std::vector<Diagnostic>& diagnostics);
 
 // A field no configured backend kind can honour is an error here, naming each kind and why.
 std::vector<Diagnostic> check_backend_support(const TaskSpec& spec, const std::vector<BackendKind>& kinds);

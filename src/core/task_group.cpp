@@ -62,7 +62,8 @@ public:
             const std::string& k = key.Scalar();
             if (std::find(k_header_keys.begin(), k_header_keys.end(), k) == k_header_keys.end()) {
                 // SkyPilot logs a warning and goes on; `plan` lists it.
-                group.notes.push_back(SpecNote{k, m_w.loc(key), "not a job group header field; SkyPilot ignores it"});
+                group.notes.push_back(
+                    SpecNote{k, m_w.loc(key), "not a job group header field; SkyPilot ignores it"});
                 continue;
             }
             if (k == "name") {
@@ -75,9 +76,10 @@ public:
                     if (*v == "parallel") {
                         group.kind = GroupKind::parallel;
                     } else if (*v != "serial") {
-                        m_w.error(value, k, fmt::format("'{}' is neither parallel (a job group) nor serial "
-                                                        "(a pipeline)",
-                                                        *v));
+                        m_w.error(value, k,
+                                  fmt::format("'{}' is neither parallel (a job group) nor serial "
+                                              "(a pipeline)",
+                                              *v));
                     }
                 }
             } else if (k == "primary_tasks") {
@@ -133,10 +135,12 @@ private:
         }
     }
 
-    void duration(const YAML::Node& value, const std::string& field, const std::string& member, TaskGroup& group) {
+    void duration(const YAML::Node& value, const std::string& field, const std::string& member,
+                  TaskGroup& group) {
         if (auto v = m_w.scalar(value, field)) {
             auto seconds = parse_duration_seconds(*v);
-            seconds ? void(group.termination_delay[member] = *seconds) : m_w.error(value, field, seconds.error());
+            seconds ? void(group.termination_delay[member] = *seconds)
+                    : m_w.error(value, field, seconds.error());
         }
     }
 
@@ -168,7 +172,8 @@ bool is_primary_member(const std::vector<std::string>& primary, const std::strin
     return primary.empty() || std::find(primary.begin(), primary.end(), member) != primary.end();
 }
 
-std::int64_t termination_delay_for(const std::map<std::string, std::int64_t>& delays, const std::string& member) {
+std::int64_t termination_delay_for(const std::map<std::string, std::int64_t>& delays,
+                                   const std::string& member) {
     if (auto it = delays.find(member); it != delays.end()) {
         return it->second;
     }
@@ -188,8 +193,8 @@ std::string_view to_string(GroupKind kind) {
     return kind == GroupKind::parallel ? "parallel" : "serial";
 }
 
-TaskFileLoad load_task_text(std::string_view text, const std::string& file_name, const SpecOverrides& overrides,
-                            const LoadOptions& options) {
+TaskFileLoad load_task_text(std::string_view text, const std::string& file_name,
+                            const SpecOverrides& overrides, const LoadOptions& options) {
     TaskFileLoad out;
     auto& diags = out.diagnostics;
     auto docs = detail::load_documents(text, file_name, diags);
@@ -259,9 +264,10 @@ TaskFileLoad load_task_text(std::string_view text, const std::string& file_name,
     return out;
 }
 
-TaskFileLoad load_task_file(const std::string& path, const SpecOverrides& overrides, const LoadOptions& options) {
+TaskFileLoad load_task_file(const std::string& path, const SpecOverrides& overrides,
+                            const LoadOptions& options) {
     TaskFileLoad out;
-    auto text = read_task_text(path, out.diagnostics);
+    auto text = read_task_text(path, options, out.diagnostics);
     return text ? load_task_text(*text, path, overrides, options) : out;
 }
 

@@ -4,7 +4,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <set>
 #include <unistd.h>
 
@@ -47,6 +46,8 @@ void write_json_file(const std::string& path, const json& j) {
     std::filesystem::rename(tmp, path, ec);
 }
 
+} // namespace
+
 std::string safe_file_part(std::string name) {
     for (char& c : name) {
         if (c == '/' || c == ' ') {
@@ -63,8 +64,6 @@ std::string jobs_path(const std::string& ns) {
 std::string core_path(const std::string& ns, const char* kind) {
     return fmt::format("/api/v1/namespaces/{}/{}", ns, kind);
 }
-
-} // namespace
 
 std::pair<std::string, std::string> split_remote_id(const std::string& remote_id,
                                                     const std::string& fallback_ns) {
@@ -179,12 +178,7 @@ Result<JobPlan> K8sBackend::job_plan(const TaskSpec& spec, const Placement& plac
             return tl::unexpected(inv.error());
         }
     }
-    const Pool* pool = nullptr;
-    for (const auto& p : m_inventory->pools) {
-        if (p.name == placement.pool) {
-            pool = &p;
-        }
-    }
+    const Pool* pool = find_pool(*m_inventory, placement.pool);
     if (pool == nullptr) {
         return fail(ErrorKind::remote, fmt::format("{}: node pool {} is gone", m_cluster, placement.pool));
     }
@@ -441,57 +435,6 @@ Result<std::string> K8sBackend::submit(const TaskSpec& spec, const Placement& pl
     return ns + "/" + plan->base_name;
 }
 
-Result<std::optional<std::string>> K8sBackend::find_submitted(const JobRecord& job) {
-    if (job.submit_token.empty()) {
-        return std::nullopt;
-    }
-    const json spec = json::parse(job.spec_json, nullptr, false);
-    const std::string wanted_ns = fields::str_at(spec, "config", "kubernetes", "namespace");
-    const std::string ns = wanted_ns.empty() ? m_settings.namespace_name : wanted_ns;
-    const std::string selector =
-        "?labelSelector=" + query_escape(fmt::format("{}={}", k_token_label, job.submit_token));
-    std::array<std::size_t, 3> counts{}; // Jobs, Services, Secrets carrying the token
-    std::string base;
-    const std::array<std::string, 3> collections{jobs_path(ns), core_path(ns, "services"),
-                                                 core_path(ns, "secrets")};
-    for (std::size_t k = 0; k < collections.size(); ++k) {
-        auto listed = m_api.call("GET", collections[k] + selector);
-        if (!listed) {
-            return tl::unexpected(listed.error());
-        }
-        for (const auto& item : fields::items(listed->body)) {
-            ++counts[k];
-            if (base.empty()) {
-                base = fields::str_at(item, "metadata", "labels", k_job_label);
-            }
-        }
-        if (k == 0 && counts[0] == 0) {
-            return std::nullopt; // no Job: nothing of it was created (the Jobs come first)
-        }
-    }
-    auto f = features();
-    if (!f) {
-        return tl::unexpected(f.error());
-    }
-    const std::size_t jobs_wanted = job.num_nodes > 1 && !f->indexed_jobs() ? job.num_nodes : 1;
-    const json* secrets = fields::at(spec, "secrets");
-    const bool secret_wanted = secrets != nullptr && secrets->is_array() && !secrets->empty();
-    const bool complete = !base.empty() && counts[0] >= jobs_wanted &&
-                          (job.num_nodes <= 1 || counts[1] > 0) && (!secret_wanted || counts[2] > 0);
-    if (!complete) {
-        // A submit cut off half-way (some Jobs, no Service or Secret yet) cannot run as asked: take it back.
-        JobRecord partial = job;
-        partial.remote_id = ns + "/" + (base.empty() ? job.submit_token : base);
-        if (!base.empty()) {
-            if (auto gone = cancel(partial); !gone) {
-                return tl::unexpected(gone.error());
-            }
-        }
-        return std::nullopt;
-    }
-    return ns + "/" + base;
-}
-
 // Pods first: while every rank of every job has a live pod (the common case for a busy namespace), the
 // pods decide and the Job list is not read, so a refresh is one request. Anything that may be an ending
 // reads the Jobs too (their conditions decide it).
@@ -562,99 +505,8 @@ Result<std::vector<JobUpdate>> K8sBackend::refresh(const std::vector<JobRecord>&
     return updates;
 }
 
-// Pod IPs by rank, once every rank has a running pod with one.
-Result<std::optional<std::vector<std::string>>> K8sBackend::hosts(const JobRecord& job) {
-    const auto [ns, base] = split_remote_id(job.remote_id, m_settings.namespace_name);
-    auto pods = rank_pods(ns, base);
-    if (!pods) {
-        return tl::unexpected(pods.error());
-    }
-    std::vector<std::string> out;
-    for (int rank = 0; rank < job.num_nodes; ++rank) {
-        auto it = pods->find(rank);
-        if (it == pods->end()) {
-            return std::optional<std::vector<std::string>>();
-        }
-        const json status = it->second.value("status", json::object());
-        const std::string ip = status.value("podIP", "");
-        if (status.value("phase", "") != "Running" || ip.empty()) {
-            return std::optional<std::vector<std::string>>();
-        }
-        if (!valid_address(ip)) {
-            return fail(ErrorKind::remote, fmt::format("{}: pod of job {} has an address that is not one",
-                                                       m_cluster, job.remote_id));
-        }
-        out.push_back(ip);
-    }
-    return std::optional<std::vector<std::string>>(std::move(out));
-}
-
-// Created once, complete: a namespace user's Role grants create, not update or patch. A second publish
-// finds it there (409) and leaves it. Owned by the member's first Job, so it goes when the Job goes.
-Status K8sBackend::publish(const JobRecord& job, const std::string& channel, const std::string& book) {
-    const auto [ns, base] = split_remote_id(job.remote_id, m_settings.namespace_name);
-    json object = group_book_configmap(base, channel, book);
-    auto jobs = m_api.call("GET", jobs_path(ns) + "?labelSelector=" + query_escape(job_selector(base)));
-    if (!jobs) {
-        return tl::unexpected(jobs.error());
-    }
-    const json items = jobs->body.value("items", json::array());
-    if (!items.empty() && items.front().is_object()) {
-        const json meta = items.front().value("metadata", json::object());
-        object["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "batch/v1"},
-                                                              {"kind", "Job"},
-                                                              {"name", meta.value("name", "")},
-                                                              {"uid", meta.value("uid", "")}}});
-    }
-    auto answer = m_api.call("POST", core_path(ns, "configmaps"), object, {409});
-    if (!answer) {
-        return tl::unexpected(answer.error());
-    }
-    return {};
-}
-
-// Every object of the job, listed and then deleted by name: a user's Role usually grants get, list,
-// watch, create and delete, not deletecollection, so a DELETE on a collection would be refused (and
-// Services have no delete-collection before 1.23 anyway). A 404 means someone else got there first.
 Capabilities K8sBackend::capabilities() {
     return Capabilities{this, this, this, this, this};
-}
-
-Status K8sBackend::cancel(const JobRecord& job) {
-    const auto [ns, base] = split_remote_id(job.remote_id, m_settings.namespace_name);
-    {
-        std::error_code ec;
-        std::filesystem::create_directories(m_cancelled_dir, ec);
-        std::ofstream(m_cancelled_dir + "/" + safe_file_part(job.remote_id)) << base << "\n";
-    }
-    const std::string selector = "?labelSelector=" + query_escape(job_selector(base));
-    // Background: the Job goes now and the garbage collector deletes its pods (batch/v1's default would
-    // orphan them, and they would keep running).
-    const json background = {
-        {"kind", "DeleteOptions"}, {"apiVersion", "v1"}, {"propagationPolicy", "Background"}};
-    const std::array<std::pair<std::string, json>, 4> kinds{{
-        {jobs_path(ns), background}, // Jobs first: nothing of the job runs on after this
-        {core_path(ns, "services"), json()},
-        {core_path(ns, "secrets"), json()},
-        {core_path(ns, "configmaps"), json()}, // a job group member's address book
-    }};
-    for (const auto& [collection, options] : kinds) {
-        auto listed = m_api.call("GET", collection + selector);
-        if (!listed) {
-            return tl::unexpected(listed.error());
-        }
-        for (const auto& item : listed->body.value("items", json::array())) {
-            const std::string name = item.value("metadata", json::object()).value("name", "");
-            if (name.empty()) {
-                continue;
-            }
-            auto gone = m_api.call("DELETE", collection + "/" + query_escape(name), options, {404});
-            if (!gone) {
-                return tl::unexpected(gone.error());
-            }
-        }
-    }
-    return {};
 }
 
 } // namespace tandem::k8s

@@ -33,6 +33,13 @@ struct PodExecIo {
     std::function<std::optional<TtySize>()> resized;
 };
 
+// `name` fit for a file name (a cluster "k8s/ctx", a remote id "ns/name").
+std::string safe_file_part(std::string name);
+
+// The API paths of a namespace's Jobs and of its core objects ("services", "secrets", "configmaps").
+std::string jobs_path(const std::string& ns);
+std::string core_path(const std::string& ns, const char* kind);
+
 class K8sBackend final : public Backend,
                          public Exec,
                          public Attach,

@@ -5,19 +5,15 @@
 
 #include <fmt/format.h>
 
+#include "backends/config_errors.hpp"
 #include "core/quantity.hpp"
 
 namespace tandem::k8s {
 
 namespace {
 
-std::string where(const ClusterConfig& c) {
-    return c.loc.line > 0 ? fmt::format("{}:{}:{}: ", c.loc.file, c.loc.line, c.loc.column) : std::string{};
-}
-
 Error bad(const ClusterConfig& c, const std::string& field, const std::string& message) {
-    return Error{
-        ErrorKind::config, fmt::format("{}clusters.{}.{}: {}", where(c), c.name, field, message), {}};
+    return backends::config_error(c, field, message);
 }
 
 } // namespace
@@ -73,7 +69,8 @@ Result<K8sSettings> parse_k8s_settings(const ClusterConfig& c, const GetEnv& get
                                 return std::isalnum(ch) || ch == '_' || ch == '-' || ch == '.' || ch == ':';
                             });
             if (!ok) {
-                return tl::unexpected(bad(c, key, "must be a metric name (letters, digits, '_', '-', '.', ':')"));
+                return tl::unexpected(
+                    bad(c, key, "must be a metric name (letters, digits, '_', '-', '.', ':')"));
             }
             s.serve_qps_metric = text;
         } else if (key == "upload_wait_seconds") {
@@ -83,11 +80,12 @@ Result<K8sSettings> parse_k8s_settings(const ClusterConfig& c, const GetEnv& get
             }
             s.upload_wait_seconds = *n;
         } else {
-            return tl::unexpected(bad(c, key,
-                                      "unknown setting for a kubernetes cluster (known: context, kubeconfig, "
-                                      "namespace, image, ttl_seconds_after_finished, timeout_seconds, "
-                                      "workdir_limit_mb, upload_wait_seconds, upload_cache_claim, serve_service_type, "
-                                      "serve_qps_metric)"));
+            return tl::unexpected(
+                bad(c, key,
+                    "unknown setting for a kubernetes cluster (known: context, kubeconfig, "
+                    "namespace, image, ttl_seconds_after_finished, timeout_seconds, "
+                    "workdir_limit_mb, upload_wait_seconds, upload_cache_claim, serve_service_type, "
+                    "serve_qps_metric)"));
         }
     }
     return s;

@@ -9,7 +9,6 @@
 #include <string_view>
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include "backends/k8s/labels.hpp"
 #include "backends/k8s/node_inventory.hpp"
@@ -214,7 +213,8 @@ json environment(const TaskSpec& spec, const JobPlan& plan, std::optional<int> r
         env.push_back(env_field("SKYPILOT_NODE_IPS", "status.podIP"));
     }
     if (!spec.group_channel.empty()) {
-        env.push_back(env_value("TANDEM_GROUP_BOOK", group_mount_path(spec) + "/" + std::string(k_group_book_key)));
+        env.push_back(
+            env_value("TANDEM_GROUP_BOOK", group_mount_path(spec) + "/" + std::string(k_group_book_key)));
     }
     if (spec.git_workdir) {
         for (const auto& [name, value] : git_checkout_environment(*spec.git_workdir)) {
@@ -306,8 +306,10 @@ json pod_template(const TaskSpec& spec, const JobPlan& plan, std::optional<int> 
     json mounts = json::array();
     json volumes = json::array();
     if (!spec.group_channel.empty()) { // optional: the pod starts before the ConfigMap exists
-        mounts.push_back({{"name", "tandem-group"}, {"mountPath", group_mount_path(spec)}, {"readOnly", true}});
-        volumes.push_back({{"name", "tandem-group"}, {"configMap", {{"name", spec.group_channel}, {"optional", true}}}});
+        mounts.push_back(
+            {{"name", "tandem-group"}, {"mountPath", group_mount_path(spec)}, {"readOnly", true}});
+        volumes.push_back(
+            {{"name", "tandem-group"}, {"configMap", {{"name", spec.group_channel}, {"optional", true}}}});
     }
     const json files_mount = {{"name", "tandem-files"}, {"mountPath", std::string(k_upload_root)}};
     json upload_mounts = json::array({files_mount});
@@ -454,122 +456,7 @@ json job_manifest(const TaskSpec& spec, const JobPlan& plan, std::optional<int> 
     return {{"apiVersion", "batch/v1"}, {"kind", "Job"}, {"metadata", metadata}, {"spec", job_spec}};
 }
 
-void emit(YAML::Emitter& out, const json& j) {
-    if (j.is_object()) {
-        out << YAML::BeginMap;
-        for (const auto& [k, v] : j.items()) {
-            out << YAML::Key << k << YAML::Value;
-            emit(out, v);
-        }
-        out << YAML::EndMap;
-    } else if (j.is_array()) {
-        out << YAML::BeginSeq;
-        for (const auto& v : j) {
-            emit(out, v);
-        }
-        out << YAML::EndSeq;
-    } else if (j.is_string()) {
-        const auto& s = j.get_ref<const std::string&>();
-        if (s.find('\n') != std::string::npos) {
-            out << YAML::Literal << s;
-        } else {
-            out << YAML::DoubleQuoted << s;
-        }
-    } else if (j.is_null()) {
-        out << YAML::Null;
-    } else {
-        out << j.dump(); // numbers and booleans print as JSON does
-    }
-}
-
 } // namespace
-
-std::optional<ServerFeatures> parse_server_version(const json& version) {
-    if (!version.is_object()) {
-        return std::nullopt;
-    }
-    auto text = version.value("gitVersion", std::string());
-    int major = 0;
-    int minor = 0;
-    if (std::sscanf(text.c_str(), "v%d.%d", &major, &minor) != 2) {
-        const auto maj = version.value("major", std::string());
-        const auto min = version.value("minor", std::string()); // "27+" on some managed clusters
-        if (std::sscanf(maj.c_str(), "%d", &major) != 1 || std::sscanf(min.c_str(), "%d", &minor) != 1) {
-            return std::nullopt;
-        }
-    }
-    return ServerFeatures{major, minor};
-}
-
-std::optional<GpuRequest> choose_gpu_request(const Accelerator& want, const Pool& pool) {
-    GpuRequest r{"nvidia.com/gpu", 0, pool.name == "gpu" || pool.name == "cpu" ? std::string() : pool.name};
-    if (!want.fractional()) {
-        r.count = static_cast<int>(std::ceil(want.count));
-        return r;
-    }
-    if (auto profile = mig_profile_for(want.count, pool.mig_profiles)) {
-        r.resource = "nvidia.com/mig-" + *profile;
-        r.count = 1;
-        return r;
-    }
-    if (pool.time_sliced) {
-        r.resource = "nvidia.com/gpu.shared";
-        r.count = 1;
-        return r;
-    }
-    return std::nullopt;
-}
-
-std::string job_base_name(const std::string& spec_name, std::int64_t tandem_id, const std::string& token) {
-    std::string name;
-    for (char c : spec_name) {
-        const auto u = static_cast<unsigned char>(c);
-        if (std::isalnum(u)) {
-            name += static_cast<char>(std::tolower(u));
-        } else if (!name.empty() && name.back() != '-') {
-            name += '-';
-        }
-    }
-    if (name.empty() || !std::isalpha(static_cast<unsigned char>(name.front()))) {
-        name = "t-" + name;
-    }
-    const std::string suffix = fmt::format("-{}-{}", tandem_id, token);
-    // Pods add "-<index>-xxxxx" (Indexed) or "-xxxxx"; hosts add "-<rank>": 40 characters leave room.
-    const std::size_t keep = suffix.size() >= 40 ? 1 : 40 - suffix.size();
-    name.resize(std::min(name.size(), keep));
-    while (!name.empty() && name.back() == '-') {
-        name.pop_back();
-    }
-    return name + suffix;
-}
-
-std::string job_name(const JobPlan& plan, int rank) {
-    return plan.num_nodes > 1 && !plan.indexed ? fmt::format("{}-r{}", plan.base_name, rank) : plan.base_name;
-}
-
-std::string service_account_for(const json& remote_identity, const std::string& context) {
-    std::string name;
-    if (remote_identity.is_string()) {
-        name = remote_identity.get<std::string>();
-    } else if (remote_identity.is_object()) {
-        auto it = remote_identity.find(context);
-        if (it != remote_identity.end() && it->is_string()) {
-            name = it->get<std::string>();
-        }
-    }
-    if (name == "LOCAL_CREDENTIALS" || name == "SERVICE_ACCOUNT" || name == "NO_UPLOAD") {
-        return {};
-    }
-    return name;
-}
-
-std::string job_selector(const std::string& base_name) {
-    return fmt::format("{}={}", k_job_label, base_name);
-}
-
-std::string managed_selector() {
-    return fmt::format("{}={}", k_managed_by_key, k_managed_by_value);
-}
 
 Result<Manifests> render_manifests(const TaskSpec& spec, const JobPlan& plan, bool mask_secrets) {
     if (auto ok = check_pod_config(spec.kubernetes.pod_config); !ok) {
@@ -626,7 +513,8 @@ Result<json> secret_manifest(const TaskSpec& spec, const JobPlan& plan, bool mas
     json data = json::object();
     for (const auto& [name, value] : spec.secrets) {
         if (!is_secret_key(name)) {
-            return refuse(fmt::format("secrets.{}: not a valid Secret key (letters, digits, '-', '_', '.')", name));
+            return refuse(
+                fmt::format("secrets.{}: not a valid Secret key (letters, digits, '-', '_', '.')", name));
         }
         data[name] = mask_secrets ? std::string("<redacted>") : value;
     }
@@ -638,32 +526,6 @@ Result<json> secret_manifest(const TaskSpec& spec, const JobPlan& plan, bool mas
                   {"labels", labels_of(spec, plan, std::nullopt)}}},
                 {"type", "Opaque"},
                 {"stringData", data}};
-}
-
-std::string to_yaml_documents(const std::vector<const json*>& docs) {
-    std::string out;
-    for (const auto* doc : docs) {
-        YAML::Emitter e;
-        emit(e, *doc);
-        out += "---\n";
-        out += e.c_str();
-        out += '\n';
-    }
-    return out;
-}
-
-std::string to_yaml(const Manifests& manifests) {
-    std::vector<const json*> docs;
-    if (manifests.secret) {
-        docs.push_back(&*manifests.secret);
-    }
-    for (const auto& j : manifests.jobs) {
-        docs.push_back(&j);
-    }
-    if (manifests.service) {
-        docs.push_back(&*manifests.service);
-    }
-    return to_yaml_documents(docs);
 }
 
 json group_book_configmap(const std::string& base_name, const std::string& channel, const std::string& book) {

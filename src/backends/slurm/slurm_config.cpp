@@ -1,26 +1,21 @@
 #include "backends/slurm/slurm_config.hpp"
 
-#include "backends/slurm/api_version.hpp"
-
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "backends/config_errors.hpp"
+#include "backends/slurm/api_version.hpp"
 #include "core/quantity.hpp"
 
 namespace tandem::slurm {
 
 namespace {
 
-std::string where(const ClusterConfig& c) {
-    return c.loc.line > 0 ? fmt::format("{}:{}:{}: ", c.loc.file, c.loc.line, c.loc.column) : std::string{};
-}
-
 Error bad(const ClusterConfig& c, const std::string& field, const std::string& message) {
-    return Error{
-        ErrorKind::config, fmt::format("{}clusters.{}.{}: {}", where(c), c.name, field, message), {}};
+    return backends::config_error(c, field, message);
 }
 
 std::string string_or_empty(const nlohmann::json& obj, const char* key) {
@@ -98,9 +93,9 @@ Result<RestSettings> parse_rest(const ClusterConfig& c, const nlohmann::json& re
         r.api_version = "auto";
     }
     if (r.api_version != "auto" && !is_supported_api_version(r.api_version)) {
-        return tl::unexpected(bad(c, "rest.api_version",
-                                  fmt::format("'{}' is not one of auto, {}", r.api_version,
-                                              supported_api_versions())));
+        return tl::unexpected(
+            bad(c, "rest.api_version",
+                fmt::format("'{}' is not one of auto, {}", r.api_version, supported_api_versions())));
     }
     r.ca_file = string_or_empty(rest, "ca_file");
     return r;
@@ -145,8 +140,8 @@ Result<SshSettings> parse_ssh(const ClusterConfig& c, const nlohmann::json& ssh)
 } // namespace
 
 Result<SlurmSettings> parse_slurm_settings(const ClusterConfig& c, const GetEnv& getenv) {
-    static const std::set<std::string> known{"rest",           "ssh", "home", "timeout_seconds", "workdir_limit_mb",
-                                             "default_partition"};
+    static const std::set<std::string> known{
+        "rest", "ssh", "home", "timeout_seconds", "workdir_limit_mb", "default_partition"};
     SlurmSettings settings;
     for (const auto& [key, value] : c.settings.items()) {
         if (known.count(key) == 0U) {

@@ -6,15 +6,24 @@
 
 namespace tandem::slurm {
 
-Result<int> exec_beside_job(net::RemoteHost& host, const JobRecord& job, const std::vector<std::string>& nodes,
+Result<int> exec_beside_job(net::RemoteHost& host, const JobRecord& job,
+                            const Result<std::optional<std::vector<std::string>>>& running_nodes,
                             const ExecRequest& request, ExecIo& io, const std::string& cluster) {
-    if (request.node < 0 || static_cast<std::size_t>(request.node) >= nodes.size()) {
-        return fail(ErrorKind::usage, fmt::format("--node {}: job {} runs on {} node(s), ranks 0..{}", request.node,
-                                                  job.id, nodes.size(), nodes.size() - 1));
+    if (!running_nodes) {
+        return tl::unexpected(running_nodes.error());
     }
-    const std::string command =
-        cli::srun_beside_command(job.remote_id, nodes[static_cast<std::size_t>(request.node)], request.tty,
-                                 request.command);
+    if (!*running_nodes) {
+        return fail(ErrorKind::invalid_spec,
+                    fmt::format("job {} is not running on cluster {}: nothing to run a command beside",
+                                job.id, cluster));
+    }
+    const std::vector<std::string>& nodes = **running_nodes;
+    if (request.node < 0 || static_cast<std::size_t>(request.node) >= nodes.size()) {
+        return fail(ErrorKind::usage, fmt::format("--node {}: job {} runs on {} node(s), ranks 0..{}",
+                                                  request.node, job.id, nodes.size(), nodes.size() - 1));
+    }
+    const std::string command = cli::srun_beside_command(
+        job.remote_id, nodes[static_cast<std::size_t>(request.node)], request.tty, request.command);
     net::ExecStreams streams;
     streams.input_fd = io.input_fd;
     streams.out = io.out;

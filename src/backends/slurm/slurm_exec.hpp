@@ -10,8 +10,9 @@
 
 namespace tandem::slurm {
 
-// `nodes`: the job's node names in rank order (hosts()).
-Result<int> exec_beside_job(net::RemoteHost& host, const JobRecord& job, const std::vector<std::string>& nodes,
+// `running_nodes`: hosts() of the job: its node names in rank order, nullopt while it is not running.
+Result<int> exec_beside_job(net::RemoteHost& host, const JobRecord& job,
+                            const Result<std::optional<std::vector<std::string>>>& running_nodes,
                             const ExecRequest& request, ExecIo& io, const std::string& cluster);
 
 } // namespace tandem::slurm

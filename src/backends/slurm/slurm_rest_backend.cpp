@@ -295,12 +295,7 @@ Result<SubmitPlan> SlurmRestBackend::submit_plan(const TaskSpec& spec, const Pla
             return tl::unexpected(inv.error());
         }
     }
-    const Pool* pool = nullptr;
-    for (const auto& p : m_inventory->pools) {
-        if (p.name == placement.pool) {
-            pool = &p;
-        }
-    }
+    const Pool* pool = find_pool(*m_inventory, placement.pool);
     if (pool == nullptr) {
         return fail(ErrorKind::remote,
                     fmt::format("cluster {}: partition {} is gone", m_cluster, placement.pool));
@@ -477,17 +472,7 @@ Result<int> SlurmRestBackend::exec(const JobRecord& job, const ExecRequest& requ
     if (!m_files) { // capabilities() offers no exec then
         return fail(ErrorKind::internal, fmt::format("cluster {}: exec without ssh:", m_cluster));
     }
-    auto nodes = hosts(job);
-    if (!nodes) {
-        return tl::unexpected(nodes.error());
-    }
-    if (!*nodes) {
-        return fail(ErrorKind::invalid_spec,
-                    fmt::format("job {} is not running on cluster {}: nothing to run a "
-                                "command beside",
-                                job.id, m_cluster));
-    }
-    return exec_beside_job(*m_files, job, **nodes, request, io, m_cluster);
+    return exec_beside_job(*m_files, job, hosts(job), request, io, m_cluster);
 }
 
 // slurmrestd cannot write a file: the book goes over the cluster's ssh: host when it has one, else into

@@ -454,17 +454,7 @@ Result<std::optional<std::vector<std::string>>> SlurmSshBackend::hosts(const Job
 }
 
 Result<int> SlurmSshBackend::exec(const JobRecord& job, const ExecRequest& request, ExecIo& io) {
-    auto nodes = hosts(job);
-    if (!nodes) {
-        return tl::unexpected(nodes.error());
-    }
-    if (!*nodes) {
-        return fail(ErrorKind::invalid_spec,
-                    fmt::format("job {} is not running on cluster {}: nothing to run a "
-                                "command beside",
-                                job.id, m_cluster));
-    }
-    return exec_beside_job(*m_host, job, **nodes, request, io, m_cluster);
+    return exec_beside_job(*m_host, job, hosts(job), request, io, m_cluster);
 }
 
 Status SlurmSshBackend::publish(const JobRecord& job, const std::string& channel, const std::string& book) {

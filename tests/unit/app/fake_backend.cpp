@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "sys/files.hpp"
+
 namespace tandem::testing {
 
 namespace {
@@ -176,6 +178,7 @@ app::Session fake_session(FakeWorld& world, const TempDir& dir) {
     seams.now = [&world] { return world.now; };
     seams.new_token = [&world] { return fmt::format("token{}", ++world.tokens); };
     seams.current_dir = [&dir] { return dir.path(); };
+    seams.files = sys::real_files();
     seams.make_backend = [&world](const ClusterConfig& c,
                                   const std::string&) -> Result<std::unique_ptr<Backend>> {
         return std::make_unique<FakeBackend>(c.name, world.clusters.at(c.name));

@@ -3,9 +3,9 @@
 // against recorded inventories of the two testbeds, and must do what its `# expect` lines say.
 
 #include <algorithm>
-#include <map>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <catch2/catch.hpp>
@@ -17,6 +17,7 @@
 #include "core/skypilot_keys.hpp"
 #include "core/spec_loader.hpp"
 #include "core/task_group.hpp"
+#include "sys/files.hpp"
 
 using namespace tandem;
 namespace fs = std::filesystem;
@@ -108,6 +109,8 @@ TEST_CASE("every file of the SkyPilot corpus is planned, or refused with SkyPilo
         }
 
         LoadOptions options;
+
+        options.files = tandem::sys::real_files();
         options.base_dir = file.parent_path().string();
         options.getenv = [](const std::string&) { return std::nullopt; };
         auto loaded = load_spec(text, file.filename().string(), {}, options);
@@ -117,7 +120,8 @@ TEST_CASE("every file of the SkyPilot corpus is planned, or refused with SkyPilo
         }
         Plan plan;
         if (loaded.spec) {
-            for (const auto& d : check_backend_support(*loaded.spec, {BackendKind::slurm, BackendKind::kubernetes})) {
+            for (const auto& d :
+                 check_backend_support(*loaded.spec, {BackendKind::slurm, BackendKind::kubernetes})) {
                 errors.push_back(format_diagnostic(d));
             }
             plan = tandem::plan(*loaded.spec, inventory);
@@ -184,7 +188,7 @@ TEST_CASE("every key of tandem's SkyPilot key table has a case in the corpus") {
     for (const auto& key : sky_keys()) {
         const std::string written = std::string(key.key) + ":";
         INFO("no corpus file writes " << (key.section.empty() ? "" : std::string(key.section) + ".")
-                                       << key.key);
+                                      << key.key);
         CHECK(all.find(written) != std::string::npos);
     }
 }
@@ -222,6 +226,7 @@ TEST_CASE("every pipeline and job group of the corpus: each task placed where it
             }
         }
         LoadOptions options;
+        options.files = tandem::sys::real_files();
         options.base_dir = entry.path().parent_path().string();
         options.getenv = [](const std::string&) { return std::nullopt; };
         auto loaded = load_task_text(text, entry.path().filename().string(), {}, options);
@@ -232,8 +237,9 @@ TEST_CASE("every pipeline and job group of the corpus: each task placed where it
             INFO(member.name);
             CHECK(check_backend_support(member, {BackendKind::slurm, BackendKind::kubernetes}).empty());
             const auto p = plan(member, inventory);
-            const std::string got =
-                p.placements.empty() ? "none" : p.placements.front().cluster + "/" + p.placements.front().pool;
+            const std::string got = p.placements.empty()
+                                        ? "none"
+                                        : p.placements.front().cluster + "/" + p.placements.front().pool;
             REQUIRE(want.count(member.name) == 1);
             CHECK(got == want[member.name]);
         }

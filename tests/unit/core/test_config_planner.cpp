@@ -5,6 +5,7 @@
 #include "core/config.hpp"
 #include "core/quantity.hpp"
 #include "core/spec_loader.hpp"
+#include "sys/files.hpp"
 
 using namespace tandem;
 
@@ -68,6 +69,7 @@ TEST_CASE("planner.prefer: one list for every kind of request, or one per kind")
 
 TEST_CASE("config.pending_timeout in a task") {
     LoadOptions options;
+    options.files = tandem::sys::real_files();
     auto ok = load_spec("run: echo\nconfig:\n  pending_timeout: 5m\n", "task.yaml", {}, options);
     REQUIRE(ok.spec);
     CHECK(ok.spec->pending_timeout_seconds == 300);

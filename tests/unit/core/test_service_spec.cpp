@@ -5,13 +5,13 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <vector>
-
 #include <unistd.h>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
 #include "core/spec_loader.hpp"
+#include "sys/files.hpp"
 
 using namespace tandem;
 namespace fs = std::filesystem;
@@ -20,6 +20,7 @@ namespace {
 
 SpecLoad load(const std::string& yaml, const std::string& base_dir = "/tmp") {
     LoadOptions options;
+    options.files = tandem::sys::real_files();
     options.base_dir = base_dir;
     options.getenv = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
     return load_spec(yaml, "task.yaml", {}, options);
@@ -144,7 +145,7 @@ TEST_CASE("a full readiness probe mapping with post_data and headers") {
         REQUIRE(p.post_data);
         CHECK(*p.post_data == nlohmann::json{{"model", "llama"}, {"max_tokens", 1}, {"stream", false}});
         CHECK(p.headers == std::vector<std::pair<std::string, std::string>>{{"Authorization", "Bearer abc"},
-                                                                           {"X-Probe", "yes"}});
+                                                                            {"X-Probe", "yes"}});
     }
     SECTION("post_data as a JSON string") {
         auto s = service_of("service:\n"
@@ -178,11 +179,13 @@ TEST_CASE("readiness probe errors name the field and its position") {
               "task.yaml:4:16: service.readiness_probe.post_data: is not valid JSON");
     one_error("service:\n  readiness_probe:\n    path: /v1\n    post_data: [1, 2]\nrun: x\n",
               "task.yaml:4:16: service.readiness_probe.post_data: must be a mapping or a string of JSON");
-    one_error("service:\n  readiness_probe:\n    path: /v1\n    timeout_seconds: 0\nrun: x\n",
-              "task.yaml:4:22: service.readiness_probe.timeout_seconds: must be a number of seconds, more than 0");
-    one_error("service:\n  readiness_probe:\n    path: /v1\n    initial_delay_seconds: -5\nrun: x\n",
-              "task.yaml:4:28: service.readiness_probe.initial_delay_seconds: must be a number of seconds, 0 or "
-              "more");
+    one_error(
+        "service:\n  readiness_probe:\n    path: /v1\n    timeout_seconds: 0\nrun: x\n",
+        "task.yaml:4:22: service.readiness_probe.timeout_seconds: must be a number of seconds, more than 0");
+    one_error(
+        "service:\n  readiness_probe:\n    path: /v1\n    initial_delay_seconds: -5\nrun: x\n",
+        "task.yaml:4:28: service.readiness_probe.initial_delay_seconds: must be a number of seconds, 0 or "
+        "more");
     one_error("service:\n  readiness_probe:\n    path: /v1\n    initial_delay_seconds: soon\nrun: x\n",
               "task.yaml:4:28: service.readiness_probe.initial_delay_seconds: must be a number of seconds");
     one_error("service:\n  readiness_probe:\n    path: /v1\n    headers:\n      Bad Header: x\nrun: x\n",
@@ -197,12 +200,15 @@ TEST_CASE("readiness probe errors name the field and its position") {
 
 TEST_CASE("post_data nested too deeply is refused without a crash") {
     const std::string deep = std::string(100, '[') + std::string(100, ']');
-    auto errs = errors_of("service:\n  readiness_probe:\n    path: /\n    post_data: '" + deep + "'\nrun: x\n");
+    auto errs =
+        errors_of("service:\n  readiness_probe:\n    path: /\n    post_data: '" + deep + "'\nrun: x\n");
     REQUIRE(errs.size() == 1);
-    CHECK(errs[0].find("service.readiness_probe.post_data: is nested deeper than 64 levels") != std::string::npos);
+    CHECK(errs[0].find("service.readiness_probe.post_data: is nested deeper than 64 levels") !=
+          std::string::npos);
     const std::string huge = std::string(200000, '[');
-    CHECK_FALSE(errors_of("service:\n  readiness_probe:\n    path: /\n    post_data: '" + huge + "'\nrun: x\n")
-                    .empty());
+    CHECK_FALSE(
+        errors_of("service:\n  readiness_probe:\n    path: /\n    post_data: '" + huge + "'\nrun: x\n")
+            .empty());
 }
 
 TEST_CASE("replicas sets a fixed count without autoscaling") {
@@ -247,8 +253,8 @@ TEST_CASE("a replica_policy without autoscaling keeps SkyPilot's delays") {
     auto fixed = service_of("service:\n  replica_policy: {min_replicas: 2, max_replicas: 2}\nrun: x\n");
     CHECK(fixed.min_replicas == 2);
     CHECK_FALSE(fixed.max_replicas);
-    auto fixed_qps = service_of(
-        "service:\n  replica_policy: {min_replicas: 2, max_replicas: 2, target_qps_per_replica: 3}\nrun: x\n");
+    auto fixed_qps = service_of("service:\n  replica_policy: {min_replicas: 2, max_replicas: 2, "
+                                "target_qps_per_replica: 3}\nrun: x\n");
     CHECK_FALSE(fixed_qps.max_replicas);
     CHECK_FALSE(fixed_qps.target_qps_per_replica);
 }
@@ -258,26 +264,31 @@ TEST_CASE("replica_policy errors as SkyPilot reports them") {
               "task.yaml:4:19: service.replica_policy.max_replicas: must be at least min_replicas (3)");
     one_error("service:\n  replica_policy:\n    min_replicas: 1\n    target_qps_per_replica: 5\nrun: x\n",
               "task.yaml:4:29: service.replica_policy.target_qps_per_replica: needs max_replicas");
-    one_error("service:\n  replica_policy:\n    min_replicas: 1\n    max_replicas: 3\nrun: x\n",
-              "task.yaml:4:19: service.replica_policy.max_replicas: differs from min_replicas (1): to autoscale, "
-              "set target_qps_per_replica");
+    one_error(
+        "service:\n  replica_policy:\n    min_replicas: 1\n    max_replicas: 3\nrun: x\n",
+        "task.yaml:4:19: service.replica_policy.max_replicas: differs from min_replicas (1): to autoscale, "
+        "set target_qps_per_replica");
     one_error("service:\n  replica_policy: {max_replicas: 2}\nrun: x\n",
               "task.yaml:2:19: service.replica_policy.min_replicas: is required");
-    one_error("service:\n  replicas: 2\n  replica_policy: {min_replicas: 1}\nrun: x\n",
-              "task.yaml:3:3: service.replica_policy: cannot be combined with service.replicas; use one of them");
+    one_error(
+        "service:\n  replicas: 2\n  replica_policy: {min_replicas: 1}\nrun: x\n",
+        "task.yaml:3:3: service.replica_policy: cannot be combined with service.replicas; use one of them");
     one_error("service:\n  replica_policy:\n    min_replicas: -2\nrun: x\n",
               "task.yaml:3:19: service.replica_policy.min_replicas: '-2' is not a whole number, 0 or more");
-    one_error("service:\n  replica_policy:\n    min_replicas: 1\n    max_replicas: 3\n"
-              "    target_qps_per_replica: 0\nrun: x\n",
-              "task.yaml:5:29: service.replica_policy.target_qps_per_replica: must be a number of queries per "
-              "second, more than 0");
-    one_error("service:\n  replica_policy:\n    min_replicas: 1\n    max_replicas: 3\n"
-              "    target_qps_per_replica: {'H100:1': 5, A100: 2}\nrun: x\n",
-              "task.yaml:5:29: service.replica_policy.target_qps_per_replica: is a SkyPilot feature tandem does "
-              "not support yet (a target per accelerator type); give one number");
-    one_error("service:\n  replica_policy:\n    min_replicas: 1\n    downscale_delay_seconds: -1\nrun: x\n",
-              "task.yaml:4:30: service.replica_policy.downscale_delay_seconds: must be a number of seconds, 0 or "
-              "more");
+    one_error(
+        "service:\n  replica_policy:\n    min_replicas: 1\n    max_replicas: 3\n"
+        "    target_qps_per_replica: 0\nrun: x\n",
+        "task.yaml:5:29: service.replica_policy.target_qps_per_replica: must be a number of queries per "
+        "second, more than 0");
+    one_error(
+        "service:\n  replica_policy:\n    min_replicas: 1\n    max_replicas: 3\n"
+        "    target_qps_per_replica: {'H100:1': 5, A100: 2}\nrun: x\n",
+        "task.yaml:5:29: service.replica_policy.target_qps_per_replica: is a SkyPilot feature tandem does "
+        "not support yet (a target per accelerator type); give one number");
+    one_error(
+        "service:\n  replica_policy:\n    min_replicas: 1\n    downscale_delay_seconds: -1\nrun: x\n",
+        "task.yaml:4:30: service.replica_policy.downscale_delay_seconds: must be a number of seconds, 0 or "
+        "more");
     one_error("service:\n  replica_policy: 3\nrun: x\n",
               "task.yaml:2:19: service.replica_policy: must be a mapping");
 }
@@ -293,11 +304,13 @@ TEST_CASE("ports and load_balancing_policy") {
     for (const char* bad : {"0", "65536", "8000-8010", "http"}) {
         INFO(bad);
         one_error(std::string("service:\n  ports: ") + bad + "\nrun: x\n",
-                  std::string("task.yaml:2:10: service.ports: '") + bad + "' is not a port: one number, 1-65535");
+                  std::string("task.yaml:2:10: service.ports: '") + bad +
+                      "' is not a port: one number, 1-65535");
     }
-    one_error("service:\n  load_balancing_policy: random\nrun: x\n",
-              "task.yaml:2:26: service.load_balancing_policy: 'random' is not a load balancing policy (one of: "
-              "round_robin, least_load, instance_aware_least_load)");
+    one_error(
+        "service:\n  load_balancing_policy: random\nrun: x\n",
+        "task.yaml:2:26: service.load_balancing_policy: 'random' is not a load balancing policy (one of: "
+        "round_robin, least_load, instance_aware_least_load)");
 }
 
 TEST_CASE("spot fallback keys and worker pools are refused with the reason") {
@@ -317,22 +330,25 @@ TEST_CASE("spot fallback keys and worker pools are refused with the reason") {
     CHECK(contains(errs, "task.yaml:5:5: service.replica_policy.base_ondemand_fallback_replicas" + why));
     CHECK(contains(errs, "task.yaml:6:5: service.replica_policy.spot_placer" + why));
     CHECK(contains(errs, "task.yaml:7:5: service.replica_policy.cost_rebalance" + why));
-    CHECK(contains(errs, "task.yaml:8:5: service.replica_policy.num_overprovision: is a SkyPilot feature tandem "
-                         "does not support yet (overprovisioned replicas)"));
+    CHECK(contains(errs,
+                   "task.yaml:8:5: service.replica_policy.num_overprovision: is a SkyPilot feature tandem "
+                   "does not support yet (overprovisioned replicas)"));
 
     const std::string pools = "is a SkyPilot feature tandem does not support yet (SkyPilot worker pools)";
     one_error("service:\n  pool: true\nrun: x\n", "task.yaml:2:3: service.pool: " + pools);
     one_error("service:\n  pool: {workers: 2}\nrun: x\n", "task.yaml:2:3: service.pool: " + pools);
     one_error("service:\n  workers: 2\nrun: x\n", "task.yaml:2:3: service.workers: " + pools);
     CHECK(service_of("service:\n  pool: false\nrun: x\n").min_replicas == 1);
-    one_error("service:\n  pool: maybe\nrun: x\n", "task.yaml:2:9: service.pool: 'maybe' is not true or false");
+    one_error("service:\n  pool: maybe\nrun: x\n",
+              "task.yaml:2:9: service.pool: 'maybe' is not true or false");
 }
 
 TEST_CASE("unknown service keys get did-you-mean") {
     one_error("service:\n  readines_probe: /\nrun: x\n",
               "task.yaml:2:3: service.readines_probe: unknown field (did you mean 'readiness_probe'?)");
-    one_error("service:\n  replica_policy:\n    min_replicas: 1\n    max_replica: 2\nrun: x\n",
-              "task.yaml:4:5: service.replica_policy.max_replica: unknown field (did you mean 'max_replicas'?)");
+    one_error(
+        "service:\n  replica_policy:\n    min_replicas: 1\n    max_replica: 2\nrun: x\n",
+        "task.yaml:4:5: service.replica_policy.max_replica: unknown field (did you mean 'max_replicas'?)");
     one_error("service:\n  readiness_probe:\n    path: /\n    inital_delay_seconds: 3\nrun: x\n",
               "task.yaml:4:5: service.readiness_probe.inital_delay_seconds: unknown field (did you mean "
               "'initial_delay_seconds'?)");
@@ -345,8 +361,9 @@ TEST_CASE("tls files are resolved against the base directory and must exist") {
     TlsDir dir;
     const std::string certs = dir.path() + "/certs";
     SECTION("relative paths") {
-        auto s = service_of("service:\n  tls:\n    keyfile: certs/svc.key\n    certfile: ./certs/svc.crt\nrun: x\n",
-                            dir.path());
+        auto s = service_of(
+            "service:\n  tls:\n    keyfile: certs/svc.key\n    certfile: ./certs/svc.crt\nrun: x\n",
+            dir.path());
         REQUIRE(s.tls);
         CHECK(s.tls->first == fs::weakly_canonical(certs + "/svc.key").string());
         CHECK(s.tls->second == fs::weakly_canonical(certs + "/svc.crt").string());
@@ -358,8 +375,9 @@ TEST_CASE("tls files are resolved against the base directory and must exist") {
         CHECK(fs::path(s.tls->first).is_absolute());
     }
     SECTION("a missing file") {
-        auto errs = errors_of("service:\n  tls:\n    keyfile: certs/nokey.pem\n    certfile: certs/svc.crt\nrun: x\n",
-                              dir.path());
+        auto errs =
+            errors_of("service:\n  tls:\n    keyfile: certs/nokey.pem\n    certfile: certs/svc.crt\nrun: x\n",
+                      dir.path());
         REQUIRE(errs.size() == 1);
         CHECK(errs[0] == "task.yaml:3:14: service.tls.keyfile: 'certs/nokey.pem' does not exist");
     }

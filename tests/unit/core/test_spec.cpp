@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/spec_loader.hpp"
+#include "sys/files.hpp"
 
 using namespace tandem;
 
@@ -11,6 +12,7 @@ namespace {
 SpecLoad load(const std::string& yaml, const SpecOverrides& overrides = {},
               std::map<std::string, std::string> env = {}) {
     LoadOptions options;
+    options.files = tandem::sys::real_files();
     options.base_dir = "/tmp";
     options.getenv = [env](const std::string& k) -> std::optional<std::string> {
         auto it = env.find(k);
@@ -402,7 +404,8 @@ TEST_CASE("accelerator sets as SkyPilot writes them: flow-style NAME:COUNT keys"
     auto quoted = load_ok("resources:\n  accelerators: {'A100:1', 'V100:1'}\nrun: x\n");
     REQUIRE(quoted.resources.accelerators.size() == 2);
     CHECK(quoted.resources.accelerators[1].name == "V100");
-    CHECK(contains(errors_of("resources:\n  accelerators: {'A100:1': 2}\nrun: x\n"), "not {NAME:COUNT: ...}"));
+    CHECK(
+        contains(errors_of("resources:\n  accelerators: {'A100:1': 2}\nrun: x\n"), "not {NAME:COUNT: ...}"));
     CHECK(contains(errors_of("resources:\n  accelerators: H100:1\n  gpus: H100:1\nrun: x\n"),
                    "both accelerators and gpus"));
 }

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/task_group.hpp"
+#include "sys/files.hpp"
 
 using namespace tandem;
 
@@ -10,6 +11,7 @@ namespace {
 
 TaskFileLoad load(const std::string& yaml, const SpecOverrides& overrides = {}) {
     LoadOptions options;
+    options.files = tandem::sys::real_files();
     options.base_dir = "/tmp";
     options.getenv = [](const std::string&) { return std::nullopt; };
     return load_task_text(yaml, "rl.yaml", overrides, options);
@@ -93,8 +95,9 @@ TEST_CASE("group: overrides apply to every member; -n names the group") {
 }
 
 TEST_CASE("group: every problem of every document at once, with positions") {
-    auto text = errors("name: g\nexecution: parallel\nprimary_tasks: [nope]\n---\nrun: x\n---\nname: 'b c'\nrun: y\n"
-                       "---\nname: d\nresources: {cpus: -1}\nrun: z\n");
+    auto text =
+        errors("name: g\nexecution: parallel\nprimary_tasks: [nope]\n---\nrun: x\n---\nname: 'b c'\nrun: y\n"
+               "---\nname: d\nresources: {cpus: -1}\nrun: z\n");
     CHECK(has(text, "rl.yaml:5:1: name: every task of a job group needs a name"));
     CHECK(has(text, "rl.yaml:7:1: name: a task of a pipeline or job group is named with letters"));
     CHECK(has(text, "rl.yaml:11:19: resources.cpus: CPU count must be positive"));
@@ -103,16 +106,19 @@ TEST_CASE("group: every problem of every document at once, with positions") {
               "'a' names two tasks of the group"));
     CHECK(has(errors("name: g\nexecution: sideways\nprimary_tasks: [a]\n---\nname: a\nrun: x\n---\nrun: y\n"),
               "'sideways' is neither parallel"));
-    CHECK(has(errors("name: p\nprimary_tasks: [a]\n---\nname: a\nrun: x\n---\nname: b\nrun: y\n"),
-              "rl.yaml:2:16: primary_tasks: applies to a job group (execution: parallel), not to a pipeline"));
-    CHECK(has(errors("name: g\nexecution: parallel\ntermination_delay: soon\n---\nname: a\nrun: x\n---\nname: b\n"
-                     "run: y\n"),
-              "termination_delay:"));
+    CHECK(
+        has(errors("name: p\nprimary_tasks: [a]\n---\nname: a\nrun: x\n---\nname: b\nrun: y\n"),
+            "rl.yaml:2:16: primary_tasks: applies to a job group (execution: parallel), not to a pipeline"));
+    CHECK(has(
+        errors("name: g\nexecution: parallel\ntermination_delay: soon\n---\nname: a\nrun: x\n---\nname: b\n"
+               "run: y\n"),
+        "termination_delay:"));
     CHECK(has(errors("name: p\n---\n---\nrun: y\n"), "document 2 of the file is empty"));
 }
 
 TEST_CASE("group: a header key SkyPilot warns about is noted, not refused") {
-    auto g = group_ok("name: g\nexecution: parallel\nowner: me\n---\nname: a\nrun: x\n---\nname: b\nrun: y\n");
+    auto g =
+        group_ok("name: g\nexecution: parallel\nowner: me\n---\nname: a\nrun: x\n---\nname: b\nrun: y\n");
     REQUIRE(g.notes.size() == 1);
     CHECK(g.notes[0].field == "owner");
 }

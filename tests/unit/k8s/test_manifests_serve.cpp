@@ -6,25 +6,25 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
+#include <poll.h>
 #include <string>
 #include <thread>
-#include <vector>
-
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/wait.h>
 #include <unistd.h>
+#include <vector>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <sys/wait.h>
 
 #include "backends/k8s/serve_manifests.hpp"
 #include "core/spec_loader.hpp"
+#include "sys/files.hpp"
 
 using namespace tandem;
 using namespace tandem::k8s;
@@ -34,6 +34,7 @@ namespace {
 
 TaskSpec load_task(const std::string& yaml) {
     LoadOptions options;
+    options.files = tandem::sys::real_files();
     options.base_dir = "/tmp";
     options.getenv = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
     auto r = load_spec(yaml, "serve.yaml", {}, options);
@@ -221,7 +222,8 @@ s.serve_forever()
 
 class ProbeServer {
 public:
-    ProbeServer(const std::string& path, const std::string& body, const std::string& name, const std::string& value) {
+    ProbeServer(const std::string& path, const std::string& body, const std::string& name,
+                const std::string& value) {
         int fds[2];
         REQUIRE(pipe2(fds, O_CLOEXEC) == 0);
         const std::string python = python_path();
@@ -423,7 +425,8 @@ run: python3 -m http.server 8080
     CHECK(ready["httpGet"]["path"] == "/health");
     CHECK(ready["httpGet"]["port"] == 8080);
     CHECK(ready["httpGet"]["httpHeaders"] ==
-          json::array({{{"name", "X-Probe"}, {"value", "tandem"}}, {{"name", "Authorization"}, {"value", "Bearer abc"}}}));
+          json::array({{{"name", "X-Probe"}, {"value", "tandem"}},
+                       {{"name", "Authorization"}, {"value", "Bearer abc"}}}));
     CHECK_FALSE(ready.contains("exec"));
     CHECK(ready["periodSeconds"] == 5);
     CHECK(ready["timeoutSeconds"] == 7);
@@ -453,8 +456,9 @@ TEST_CASE("k8s serve: a probe without headers has no httpHeaders and a port decl
     CHECK(m.service["spec"]["ports"][0]["port"] == 9000);
 }
 
-TEST_CASE("k8s serve: a POST probe is an exec probe with the URL and body and timeout and headers as arguments",
-          "[serve]") {
+TEST_CASE(
+    "k8s serve: a POST probe is an exec probe with the URL and body and timeout and headers as arguments",
+    "[serve]") {
     auto spec = load_task(post_probe_yaml(8081, "{prompt: ping, max_tokens: 1}", "Bearer tok 123"));
     auto m = render_ok(spec, serve_plan());
     const auto& c = main_container(m);
@@ -601,7 +605,8 @@ service:
 run: x
 )";
     SECTION("no replica_policy: no HPA") {
-        auto spec = load_task("name: llm\nservice:\n  readiness_probe: /\n  replicas: 3\n  ports: 8080\nrun: x\n");
+        auto spec =
+            load_task("name: llm\nservice:\n  readiness_probe: /\n  replicas: 3\n  ports: 8080\nrun: x\n");
         auto plan = serve_plan();
         plan.metric_served = true;
         auto m = render_ok(spec, plan);
@@ -666,7 +671,8 @@ run: x
         auto m = render_ok(spec, plan);
         REQUIRE(m.hpa);
         CHECK((*m.hpa)["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 3600);
-        CHECK((*m.hpa)["spec"]["behavior"]["scaleUp"]["stabilizationWindowSeconds"] == 300); // SkyPilot's default
+        CHECK((*m.hpa)["spec"]["behavior"]["scaleUp"]["stabilizationWindowSeconds"] ==
+              300); // SkyPilot's default
         CHECK((*m.hpa)["spec"]["metrics"][0]["pods"]["target"]["averageValue"] == "2");
         REQUIRE(m.notes.size() == 1);
         CHECK(contains(m.notes[0], "downscale_delay_seconds"));
@@ -682,7 +688,8 @@ TEST_CASE("k8s serve: what cannot be served is refused naming the field", "[serv
         CHECK(contains(refusal(spec, plan), "service:"));
     }
     SECTION("more than one node per replica") {
-        auto spec = load_task("name: llm\nnum_nodes: 2\nservice:\n  readiness_probe: /\n  ports: 8080\nrun: x\n");
+        auto spec =
+            load_task("name: llm\nnum_nodes: 2\nservice:\n  readiness_probe: /\n  ports: 8080\nrun: x\n");
         CHECK(contains(refusal(spec, plan), "num_nodes"));
     }
     SECTION("no port at all") {
@@ -690,7 +697,8 @@ TEST_CASE("k8s serve: what cannot be served is refused naming the field", "[serv
         CHECK(contains(refusal(spec, plan), "service.ports"));
     }
     SECTION("resources.ports only a range") {
-        auto spec = load_task("name: llm\nresources:\n  ports: 8000-8010\nservice:\n  readiness_probe: /\nrun: x\n");
+        auto spec =
+            load_task("name: llm\nresources:\n  ports: 8000-8010\nservice:\n  readiness_probe: /\nrun: x\n");
         REQUIRE(spec.resources.ports.size() == 1);
         CHECK(contains(refusal(spec, plan), "service.ports"));
     }
@@ -830,6 +838,7 @@ run: x
     CHECK(kinds_of(to_yaml(m)) ==
           std::vector<std::string>{"Secret", "Deployment", "Service", "HorizontalPodAutoscaler"});
 
-    auto plain = render_ok(load_task("name: llm\nservice:\n  readiness_probe: /\n  ports: 8080\nrun: x\n"), serve_plan());
+    auto plain = render_ok(load_task("name: llm\nservice:\n  readiness_probe: /\n  ports: 8080\nrun: x\n"),
+                           serve_plan());
     CHECK(kinds_of(to_yaml(plain)) == std::vector<std::string>{"Deployment", "Service"});
 }
