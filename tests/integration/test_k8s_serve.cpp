@@ -167,12 +167,14 @@ TEST_CASE("k8s serve: two replicas become ready only after their probe passes an
                    "  replica_policy:\n    min_replicas: 2\n    max_replicas: 3\n    target_qps_per_replica: 5\n"
                    "    upscale_delay_seconds: 0\n    downscale_delay_seconds: 8\n  ports: 8080\n"
                    "resources:\n  infra: k8s\n  cpus: 0.1\nenvs:\n  VERSION: v1\n  GATE: " + gate + "\n" + k_server);
-    // Running but not ready: the probe answers 503 until the gate opens.
+    // Running but not ready: the probe answers 503 until the gate opens. (The very first probe may find
+    // the server not listening yet, "connection refused"; the next one, 5 s later, gets the 503.)
     auto started = s.wait_for(name, [](const nlohmann::json& j) {
         const auto reps = j.value("replicas", nlohmann::json::array());
-        return reps.size() == 2 && std::all_of(reps.begin(), reps.end(), [](const nlohmann::json& r) {
-                   return r.value("state", "") == "NOT_READY";
-               });
+        return reps.size() == 2 &&
+               std::all_of(reps.begin(), reps.end(),
+                           [](const nlohmann::json& r) { return r.value("state", "") == "NOT_READY"; }) &&
+               contains(j.value("reason", ""), "statuscode: 503");
     });
     INFO(started.dump(2));
     REQUIRE(started["replicas"].size() == 2);
