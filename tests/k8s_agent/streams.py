@@ -194,8 +194,11 @@ def exec_in(handler, run, query):
                 elif ch == RESIZE and tty:
                     set_size(master, data)
                 elif ch == CLOSE and data[:1] == bytes([STDIN]) and stdin_fd is not None and not tty:
-                    os.close(stdin_fd)
+                    # Through its file object: os.close() here left proc.stdin to close the same number
+                    # again when collected, by then perhaps another thread's pipe (podnet's `ip` calls
+                    # failed with EBADF, and pods with NetworkNotReady).
                     stdin_fd = None
+                    proc.stdin.close()
         except (EOFError, OSError, ssl.SSLError, ValueError):
             pass
 

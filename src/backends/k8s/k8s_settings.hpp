@@ -14,7 +14,7 @@
 //     serve_service_type: ClusterIP  # a service's Service: ClusterIP, NodePort or LoadBalancer
 //     serve_qps_metric: requests_per_second  # the per-pod custom metric a service's HPA scales on
 //
-// Contexts found in the kubeconfig are clusters `k8s/<context>` without any entry (see context.cpp).
+// Contexts found in the kubeconfig are clusters `k8s/<context>` without any entry (see app/session.cpp).
 
 #include <chrono>
 #include <cstdint>
