@@ -5,8 +5,7 @@
 
 #include "backends/slurm/jobs_skim.hpp"
 #include "backends/slurm/rest_json.hpp"
-#include "backends/slurm/rest_v0038.hpp"
-#include "backends/slurm/rest_v0040.hpp"
+#include "backends/slurm/rest_api.hpp"
 #include "fuzz_common.hpp"
 
 namespace {
@@ -54,8 +53,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     fuzz::check(skim->is_object(), "skim_jobs: an object");
     (void)rest::latest_job_event(*skim);
-    const auto v38 = v0038::parse_jobs(*skim);
-    const auto v40 = v0040::parse_jobs(*skim);
+    const auto v38 = api::parse_jobs(*skim, ApiVersion::v0_0_38);
+    const auto v40 = api::parse_jobs(*skim, ApiVersion::v0_0_40);
     const json full = json::parse(text.begin(), text.end(), nullptr, false);
     if (full.is_discarded()) {
         return 0;
@@ -65,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                      skim->dump(-1, ' ', false, json::error_handler_t::replace) + "\n" +
                          expected.dump(-1, ' ', false, json::error_handler_t::replace));
     }
-    check_alike(v38, v0038::parse_jobs(full), "v0038::parse_jobs reads the skim as the full parse");
-    check_alike(v40, v0040::parse_jobs(full), "v0040::parse_jobs reads the skim as the full parse");
+    check_alike(v38, api::parse_jobs(full, ApiVersion::v0_0_38), "v0038::parse_jobs reads the skim as the full parse");
+    check_alike(v40, api::parse_jobs(full, ApiVersion::v0_0_40), "v0040::parse_jobs reads the skim as the full parse");
     return 0;
 }

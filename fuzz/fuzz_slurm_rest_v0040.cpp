@@ -1,11 +1,11 @@
-// A slurmrestd v0.0.40 and v0.0.41 (one parser module serves both) answer, parsed as slurm_rest_backend.cpp
-// does (nlohmann, no exceptions), through every parser of backends/slurm/rest_v0040.hpp, plus the shared
-// error reader and API version choice. Invariant: errors are one line.
+// A slurmrestd v0.0.40, v0.0.41 or v0.0.42 answer, parsed as slurm_rest_backend.cpp does (nlohmann, no
+// exceptions), through every parser of backends/slurm/rest_api.hpp in the v0.0.40 dialect, plus the
+// shared error reader and API version choice. Invariant: errors are one line.
 
 #include "backends/slurm/api_version.hpp"
 #include "backends/slurm/jobs_skim.hpp"
 #include "backends/slurm/rest_json.hpp"
-#include "backends/slurm/rest_v0040.hpp"
+#include "backends/slurm/rest_api.hpp"
 #include "fuzz_common.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -15,18 +15,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (body.is_discarded()) {
         return 0;
     }
-    fuzz::check_error_one_line(v0040::parse_jobs(body), "parse_jobs: error is one line");
-    fuzz::check_error_one_line(v0040::parse_db_jobs(body), "parse_db_jobs: error is one line");
-    fuzz::check_error_one_line(v0040::parse_partitions(body), "parse_partitions: error is one line");
-    fuzz::check_error_one_line(v0040::parse_nodes(body), "parse_nodes: error is one line");
-    fuzz::check_error_one_line(v0040::parse_submit_response(body),
+    fuzz::check_error_one_line(api::parse_jobs(body, ApiVersion::v0_0_40), "parse_jobs: error is one line");
+    fuzz::check_error_one_line(api::parse_db_jobs(body, ApiVersion::v0_0_40), "parse_db_jobs: error is one line");
+    fuzz::check_error_one_line(api::parse_partitions(body, ApiVersion::v0_0_40), "parse_partitions: error is one line");
+    fuzz::check_error_one_line(api::parse_nodes(body, ApiVersion::v0_0_40), "parse_nodes: error is one line");
+    fuzz::check_error_one_line(api::parse_submit_response(body, ApiVersion::v0_0_40),
                                "parse_submit_response: error is one line");
     if (const auto error = rest::response_error(body)) {
         fuzz::check(fuzz::one_line(error->message), "response_error: one line", error->message);
     }
     fuzz::check_error_one_line(choose_api_version(body), "choose_api_version: error is one line");
     fuzz::check_error_one_line(choose_api_version(body, "v0.0.41"), "pinned choose_api_version: one line");
-    if (const auto refused = v0040::cancel_refusal(body)) {
+    if (const auto refused = api::cancel_refusal(body)) {
         fuzz::check(fuzz::one_line(*refused), "cancel_refusal: one line", *refused);
     }
     (void)rest::latest_job_event(body);

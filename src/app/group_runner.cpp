@@ -248,10 +248,10 @@ RefreshedJobs refresh_with_groups(Session& ctx, std::vector<JobRecord> jobs, boo
     RefreshedJobs out;
     std::vector<JobRecord> groups;
     std::vector<JobRecord> flat;
-    std::set<std::int64_t> listed;
+    out.is_group.reserve(jobs.size());
+    flat.reserve(jobs.size());
     for (auto& j : jobs) {
         out.is_group.push_back(j.is_group());
-        listed.insert(j.id);
         (j.is_group() ? groups : flat).push_back(std::move(j));
     }
     std::vector<std::int64_t> ids;
@@ -271,11 +271,13 @@ RefreshedJobs refresh_with_groups(Session& ctx, std::vector<JobRecord> jobs, boo
     if (refresh) {
         views = refresh_jobs(ctx, std::move(flat));
     } else {
+        views.reserve(flat.size());
         for (auto& j : flat) {
             views.push_back(JobView{std::move(j), false, {}});
         }
     }
-    out.plain.assign(views.begin(), views.begin() + static_cast<std::ptrdiff_t>(plain_count));
+    out.plain.assign(std::make_move_iterator(views.begin()),
+                     std::make_move_iterator(views.begin() + static_cast<std::ptrdiff_t>(plain_count)));
     std::map<std::int64_t, std::vector<JobView>> by_group;
     for (std::size_t i = plain_count; i < views.size(); ++i) {
         by_group[*views[i].record.parent_id].push_back(std::move(views[i]));

@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include "backends/k8s/k8s_factory.hpp"
 #include "core/job.hpp"
 #include "core/quantity.hpp"
 #include "net/http_client.hpp"
@@ -64,18 +63,8 @@ Result<Session> Session::create(Seams seams) {
         return tl::unexpected(config.error());
     }
     Session session(std::move(*paths), std::move(*config), std::move(seams));
-    auto& clusters = session.m_config.clusters;
-    const bool has_k8s = std::any_of(clusters.begin(), clusters.end(), [](const ClusterConfig& c) {
-        return c.kind == BackendKind::kubernetes;
-    });
-    if (!has_k8s && session.m_config.discover_kubeconfig) {
-        for (auto& c : k8s::discover_k8s_clusters(session.m_seams.getenv)) {
-            if (std::none_of(clusters.begin(), clusters.end(),
-                             [&](const ClusterConfig& o) { return o.name == c.name; })) {
-                clusters.push_back(std::move(c));
-            }
-        }
-    }
+    backends::add_discovered_clusters(session.m_config, session.m_seams.getenv);
+    const auto& clusters = session.m_config.clusters;
     // libcurl loads beside the task and the job store when some cluster will need it. The marker lets the
     // next command start that load before it has even parsed the config (warm_up).
     const bool needs_libcurl = std::any_of(clusters.begin(), clusters.end(), backends::uses_libcurl);

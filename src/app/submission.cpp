@@ -6,7 +6,7 @@
 
 #include "app/launch_lock.hpp"
 #include "app/planning.hpp"
-#include "core/quantity.hpp"
+#include "core/backend_traits.hpp"
 #include "core/quantity.hpp"
 
 namespace tandem::app {
@@ -38,9 +38,12 @@ Result<PendingTimeouts> pending_timeouts(Session& ctx, const std::optional<std::
         return t;
     }
     t.any = spec.pending_timeout_seconds ? spec.pending_timeout_seconds : ctx.config().pending_timeout_seconds;
-    t.slurm = spec.slurm.provision_timeout_seconds;
-    t.k8s = spec.kubernetes.provision_timeout_seconds;
-    t.from_task_or_flag = spec.pending_timeout_seconds || t.slurm || t.k8s;
+    t.from_task_or_flag = spec.pending_timeout_seconds.has_value();
+    for (const auto& kind : all_backend_traits()) {
+        auto& own = t.own[static_cast<std::size_t>(kind.kind)];
+        own = kind.provision_timeout != nullptr ? kind.provision_timeout(spec) : std::nullopt;
+        t.from_task_or_flag = t.from_task_or_flag || own.has_value();
+    }
     return t;
 }
 

@@ -6,6 +6,8 @@
 // every placement it leaves is kept as an attempt (`status JOB` shows them). The old copy is always
 // cancelled, and the cancel accepted, before the next submit: no path leaves two live copies.
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -61,20 +63,22 @@ Result<JobRecord> record_job(Session& ctx, const TaskSpec& spec, const Placement
 
 // How long a job may wait for resources on one placement before it moves on, by backend.
 struct PendingTimeouts {
-    std::optional<std::int64_t> any;         // --pending-timeout, config.pending_timeout, config.yaml's
-    std::optional<std::int64_t> slurm, k8s;  // SkyPilot's config.<backend>.provision_timeout; -1: none
-    bool from_task_or_flag = false;          // said on --detach (a config-wide default is not)
+    std::optional<std::int64_t> any; // --pending-timeout, config.pending_timeout, config.yaml's
+    // SkyPilot's config.<backend>.provision_timeout, by BackendKind (its row's provision_timeout); -1: none
+    std::array<std::optional<std::int64_t>, k_backend_kinds> own;
+    bool from_task_or_flag = false; // said on --detach (a config-wide default is not)
 
+    // `backend` is a job record's backend name ("slurm", "k8s").
     std::optional<std::int64_t> for_backend(std::string_view backend) const {
-        const auto& own = backend == to_string(BackendKind::slurm)        ? slurm
-                          : backend == to_string(BackendKind::kubernetes) ? k8s
-                                                                          : any;
-        if (own) {
-            return *own < 0 ? std::nullopt : own;
+        const auto kind = backend_kind_from_string(backend);
+        if (const auto& mine = kind ? own[static_cast<std::size_t>(*kind)] : std::nullopt) {
+            return *mine < 0 ? std::nullopt : mine;
         }
         return any;
     }
-    bool set() const { return any || slurm.value_or(-1) >= 0 || k8s.value_or(-1) >= 0; }
+    bool set() const {
+        return any || std::any_of(own.begin(), own.end(), [](const auto& t) { return t.value_or(-1) >= 0; });
+    }
 };
 
 // --pending-timeout for every backend; else the task's config.<backend>.provision_timeout for that

@@ -1,5 +1,7 @@
 #include "backends/registry.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "backends/config_errors.hpp"
@@ -87,32 +89,61 @@ Result<std::unique_ptr<Backend>> make_k8s(const ClusterConfig& c, const BackendC
     return k8s::make_k8s_backend(c, context.state_dir, context.getenv);
 }
 
+// Every context of the user's kubeconfig (and the in-cluster one), unless `discover_kubeconfig: false`.
+std::vector<ClusterConfig> discover_k8s(const Config& config, const GetEnv& getenv) {
+    return config.discover_kubeconfig ? k8s::discover_k8s_clusters(getenv) : std::vector<ClusterConfig>{};
+}
+
+bool always(const ClusterConfig&) {
+    return true;
+}
+
+// A slurmrestd URL that is not plain http:// without a proxy.
+bool slurm_needs_libcurl(const ClusterConfig& cluster) {
+    const auto rest = cluster.settings.find("rest");
+    if (rest == cluster.settings.end() || !rest->is_object()) {
+        return false;
+    }
+    const auto url = rest->find("url");
+    return url != rest->end() && url->is_string() && net::needs_libcurl(url->get<std::string>());
+}
+
 } // namespace
 
 const std::vector<BackendEntry>& backend_table() {
     static const std::vector<BackendEntry> table{
         {BackendKind::local, "this machine, detached process groups", make_local},
-        {BackendKind::slurm, "Slurm over slurmrestd (JWT) or over SSH (sbatch, squeue, sacct)", make_slurm},
+        {BackendKind::slurm, "Slurm over slurmrestd (JWT) or over SSH (sbatch, squeue, sacct)", make_slurm,
+         nullptr, slurm_needs_libcurl},
         {BackendKind::kubernetes, "Kubernetes batch/v1 Jobs over the API server (kubeconfig contexts)",
-         make_k8s},
+         make_k8s, discover_k8s, always},
     };
     return table;
 }
 
 bool uses_libcurl(const ClusterConfig& cluster) {
-    switch (cluster.kind) {
-    case BackendKind::kubernetes:
-        return true;
-    case BackendKind::slurm: {
-        const auto rest = cluster.settings.find("rest");
-        if (rest == cluster.settings.end() || !rest->is_object()) {
-            return false;
+    for (const auto& entry : backend_table()) {
+        if (entry.kind == cluster.kind) {
+            return entry.needs_libcurl != nullptr && entry.needs_libcurl(cluster);
         }
-        const auto url = rest->find("url");
-        return url != rest->end() && url->is_string() && net::needs_libcurl(url->get<std::string>());
     }
-    default:
-        return false;
+    return false;
+}
+
+void add_discovered_clusters(Config& config, const GetEnv& getenv) {
+    auto& clusters = config.clusters;
+    for (const auto& entry : backend_table()) {
+        if (entry.discover == nullptr || std::any_of(clusters.begin(), clusters.end(), [&](const ClusterConfig& c) {
+                return c.kind == entry.kind;
+            })) {
+            continue;
+        }
+        for (auto& found : entry.discover(config, getenv)) {
+            if (std::none_of(clusters.begin(), clusters.end(),
+                             [&](const ClusterConfig& c) { return c.name == found.name; })) {
+                clusters.push_back(std::move(found));
+            }
+        }
     }
 }
 

@@ -22,6 +22,11 @@ struct BackendEntry {
     BackendKind kind;
     const char* description;
     BackendFactory create;
+    // Clusters found without configuration (kubeconfig contexts), added when the config has none of this
+    // kind; nullptr: none are.
+    std::vector<ClusterConfig> (*discover)(const Config& config, const GetEnv& getenv) = nullptr;
+    // Whether reaching this cluster loads libcurl; nullptr: never.
+    bool (*needs_libcurl)(const ClusterConfig& cluster) = nullptr;
 };
 
 const std::vector<BackendEntry>& backend_table();
@@ -30,6 +35,10 @@ const std::vector<BackendEntry>& backend_table();
 bool uses_libcurl(const ClusterConfig& cluster);
 
 Result<std::unique_ptr<Backend>> make_backend(const ClusterConfig& cluster, const BackendContext& context);
+
+// Adds to `config` the clusters each kind finds by itself (BackendEntry::discover) when the config names
+// none of that kind and none of the same name.
+void add_discovered_clusters(Config& config, const GetEnv& getenv);
 
 // The one-line refusal (with its hint) for a backend that does not offer `capability`
 // (Backend::capabilities() left it null); `job_id` names the job in hints where one is known.

@@ -11,6 +11,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
+#include "core/backend_traits.hpp"
 
 namespace tandem::cli {
 
@@ -211,15 +212,20 @@ void setup_complete_helper(CLI::App& command, Action& action) {
                 }
             } else if (*what == "clusters" || *what == "infra") {
                 if (*what == "infra") {
-                    out += "local\nslurm\nk8s\n";
+                    for (const auto& kind : all_backend_traits()) {
+                        out += std::string(kind.name) + "\n";
+                    }
                 }
                 for (const auto& c : ctx.config().clusters) {
+                    const auto& kind = traits_of(c.kind);
                     if (*what == "clusters") {
                         out += c.name + "\n";
-                    } else if (c.kind == BackendKind::slurm) {
-                        out += "slurm/" + c.name + "\n";
-                    } else if (c.kind == BackendKind::kubernetes) {
-                        out += (c.name.rfind("k8s/", 0) == 0 ? c.name : "k8s/" + c.name) + "\n";
+                    } else if (kind.pins_cluster) { // infra <kind>/<cluster>, without the kind's name prefix
+                        std::string_view name = c.name;
+                        if (!kind.cluster_prefix.empty() && name.starts_with(kind.cluster_prefix)) {
+                            name.remove_prefix(kind.cluster_prefix.size());
+                        }
+                        out += fmt::format("{}/{}\n", kind.name, name);
                     }
                 }
             }

@@ -151,6 +151,7 @@ Result<int> status(Context& ctx, const StatusFlags& flags) {
     // Plain jobs and groups, back in the listed order; a group's members follow it.
     auto refreshed = refresh_with_groups(ctx, std::move(*jobs), !flags.no_refresh);
     std::vector<JobView> views;
+    views.reserve(refreshed.is_group.size());
     std::map<std::int64_t, const GroupView*> groups;
     {
         std::size_t p = 0, g = 0;
@@ -159,7 +160,7 @@ Result<int> status(Context& ctx, const StatusFlags& flags) {
                 groups[refreshed.groups[g].group.record.id] = &refreshed.groups[g];
                 views.push_back(refreshed.groups[g++].group);
             } else {
-                views.push_back(refreshed.plain[p++]);
+                views.push_back(std::move(refreshed.plain[p++]));
             }
         }
     }

@@ -1,12 +1,8 @@
-// The one table of which spec fields each backend kind honours, ignores or refuses. A field a backend
-// cannot honour is an error with a precise reason, never silently dropped: a user who asks for spot
-// capacity or a container image and silently gets neither would find out only after the job ran in the
-// wrong place. A field that costs nothing to leave out (a cloud hint such as `disk_tier: best`) is
-// accepted where SkyPilot accepts it on that backend, and `plan` says it was ignored.
-//
-// The Slurm and Kubernetes columns follow SkyPilot's own per-cloud tables (_CLOUD_UNSUPPORTED_FEATURES in
-// sky/clouds/slurm.py and kubernetes.py, and Resources.get_required_cloud_features), with SkyPilot's
-// reasons where it gives one.
+// Which spec fields each backend kind honours, ignores or refuses. Each kind's column is in its row of
+// backend_traits.cpp; this file holds what the cells refer to: the conditions on a task, by the field
+// they read. A field a backend cannot honour is an error with a precise reason, never silently dropped: a
+// user who asks for spot capacity or a container image and silently gets neither would find out only
+// after the job ran in the wrong place.
 //
 // Backend-specific settings (`config.slurm.*`, `config.kubernetes.*`) are deliberately absent: they are
 // addressed to one backend and simply do not apply to the others, so one task file can carry both.
@@ -19,26 +15,11 @@
 
 #include <fmt/format.h>
 
+#include "core/backend_traits.hpp"
+
 namespace tandem {
 
 namespace {
-
-// Indexed by BackendKind.
-using PerKind = std::array<std::string_view, 3>;
-static_assert(static_cast<int>(BackendKind::local) == 0 && static_cast<int>(BackendKind::slurm) == 1 &&
-                  static_cast<int>(BackendKind::kubernetes) == 2,
-              "PerKind columns follow BackendKind's order");
-
-// What a kind does with a field that is set: supported (both columns empty), refused (why_not), or
-// accepted without effect (ignored).
-struct FieldRule {
-    std::string_view field;
-    bool (*is_set)(const TaskSpec& spec, const Resources& resources);
-    PerKind why_not; // {local, slurm, kubernetes}; empty: not refused
-    PerKind ignored; // {local, slurm, kubernetes}; empty: not ignored (supported or refused)
-};
-
-constexpr std::string_view k_yes{};
 
 std::string hint_text(const Resources& r, const char* key) {
     auto it = r.hints.find(key);
@@ -139,109 +120,46 @@ bool has_priority_class(const TaskSpec&, const Resources& r) {
     return has_hint(r, "priority_class");
 }
 
-constexpr std::string_view k_no_labels = "its jobs carry no labels (SkyPilot ignores them there too)";
-constexpr std::string_view k_ends_by_itself =
-    "a tandem job ends when its run ends; nothing stays up to stop or tear down";
-
-// Rows are in the order their errors are reported (the planner shows the first ones).
-const std::array<FieldRule, 20> k_rules{{
-    {"service",
-     has_service,
-     {"services run on Kubernetes (a Deployment behind a Service); this machine runs jobs",
-      "services run on Kubernetes (a Deployment behind a Service); Slurm runs batch jobs", k_yes},
-     {}},
-    {"resources.use_spot",
-     uses_spot,
-     {"local has no spot capacity", "Spot instances are not supported in Slurm.",
-      "Spot instances are not supported in Kubernetes."},
-     {}},
-    {"resources.image_id",
-     has_image,
-     {"the task runs directly on this machine (no container runtime)",
-      "jobs run on the node's own OS (no container runtime)", k_yes},
-     {}},
-    {"resources.accelerators",
-     wants_fractional_gpu,
-     {"fractional GPUs need MIG or time-sliced GPUs (on k8s)",
-      "fractional GPUs need MIG or time-sliced GPUs (on k8s)", k_yes},
-     {}},
-    {"num_nodes", is_multi_node, {"local runs one node", k_yes, k_yes}, {}},
-    {"resources.ports", has_ports, {k_yes, "Opening ports is not supported in Slurm.", k_yes}, {}},
-    {"resources.disk_tier",
-     custom_disk_tier,
-     {k_yes, "Slurm supports only disk_tier: best (as in SkyPilot)",
-      "Custom disk tiers are not supported in Kubernetes."},
-     {"this machine's disk is used as it is", {}, {}}},
-    {"resources.network_tier",
-     best_network_tier,
-     {k_yes, k_yes, "Custom network tier is currently not supported in Kubernetes."},
-     {"this machine's network is used as it is", "Slurm nodes keep their own network (as in SkyPilot)", {}}},
-    {"resources.autostop",
-     autostop_stops,
-     {"local does not support autostop", "Slurm does not support autostop.",
-      "Auto-stop is not supported on Kubernetes."},
-     {}},
-    {"resources.local_disk",
-     has_local_disk,
-     {k_yes, "Local disk is not supported on Slurm", k_yes},
-     {"this machine's disk is used as it is", {}, "pods use the node's disks as the cluster sets them up"}},
-    {"file_mounts",
-     has_file_mounts,
-     {"the task runs on this machine, where its files already are: use their paths",
-      k_yes, // over SSH (a REST-only cluster says so at submit)
-      k_yes}, // over pods/exec into each pod's upload container
-     {}},
-    // Accepted everywhere it applies, without effect: `plan` lists them.
-    {"resources.labels", has_labels, {}, {k_no_labels, k_no_labels, {}}},
-    {"resources.disk_size",
-     has_disk_size,
-     {},
-     {"the task uses this machine's disk as it is",
-      "SkyPilot's disk_size sizes a VM's disk; Slurm nodes keep theirs (node-local scratch: "
-      "config.slurm.sbatch_options {tmp: SIZE})",
-      "SkyPilot's disk_size sizes a VM's disk; pods use the node's (ephemeral-storage: "
-      "config.kubernetes.pod_config)"}},
-    {"resources.disk_tier", best_disk_tier, {}, {"best needs nothing", "best needs nothing", "best needs nothing"}},
-    {"resources.network_tier",
-     other_network_tier,
-     {},
-     {"standard needs nothing", "standard needs nothing", "standard needs nothing"}},
-    {"resources.autostop", autostop_harmless, {}, {k_ends_by_itself, k_ends_by_itself, k_ends_by_itself}},
-    {"resources.job_recovery",
-     has_job_recovery,
-     {},
-     {"it applies to SkyPilot managed jobs (sky jobs launch); tandem runs the task once",
-      "it applies to SkyPilot managed jobs (sky jobs launch); tandem runs the task once",
-      "it applies to SkyPilot managed jobs (sky jobs launch); tandem runs the task once (retries: "
-      "config.kubernetes.backoff_limit)"}},
-    {"resources.max_hourly_cost",
-     has_max_cost,
-     {},
-     {"this machine has no price: always met", "Slurm has no price: always met",
-      "Kubernetes has no price: always met"}},
-    {"resources.priority",
-     has_priority,
-     {},
-     {"it orders SkyPilot managed jobs; tandem has no jobs controller",
-      "it orders SkyPilot managed jobs; tandem has no jobs controller",
-      "it orders SkyPilot managed jobs; tandem has no jobs controller"}},
-    {"resources.priority_class",
-     has_priority_class,
-     {},
-     {"a Kubernetes PriorityClass means nothing here", "a Kubernetes PriorityClass means nothing to Slurm",
-      {}}},
+// What each condition reads, indexed by SpecCondition.
+struct Condition {
+    std::string_view field;
+    bool (*is_set)(const TaskSpec& spec, const Resources& resources);
+};
+const std::array<Condition, 20> k_conditions{{
+    {"service", has_service},
+    {"resources.use_spot", uses_spot},
+    {"resources.image_id", has_image},
+    {"resources.accelerators", wants_fractional_gpu},
+    {"num_nodes", is_multi_node},
+    {"resources.ports", has_ports},
+    {"resources.disk_tier", custom_disk_tier},
+    {"resources.network_tier", best_network_tier},
+    {"resources.autostop", autostop_stops},
+    {"resources.local_disk", has_local_disk},
+    {"file_mounts", has_file_mounts},
+    {"resources.labels", has_labels},
+    {"resources.disk_size", has_disk_size},
+    {"resources.disk_tier", best_disk_tier},
+    {"resources.network_tier", other_network_tier},
+    {"resources.autostop", autostop_harmless},
+    {"resources.job_recovery", has_job_recovery},
+    {"resources.max_hourly_cost", has_max_cost},
+    {"resources.priority", has_priority},
+    {"resources.priority_class", has_priority_class},
 }};
+static_assert(static_cast<std::size_t>(SpecCondition::priority_class) + 1 == 20,
+              "k_conditions has a row for every SpecCondition");
 
 std::vector<Unsupported> collect(const TaskSpec& spec, const Resources& resources, BackendKind kind,
                                  bool refused) {
-    const auto column = static_cast<std::size_t>(kind);
     std::vector<Unsupported> out;
-    for (const auto& rule : k_rules) {
-        const std::string_view why = (refused ? rule.why_not : rule.ignored)[column];
-        if (why.empty() || !rule.is_set(spec, resources)) {
+    for (const auto& cell : traits_of(kind).fields) {
+        const std::string_view why = refused ? cell.why_not : cell.ignored;
+        const auto& condition = k_conditions[static_cast<std::size_t>(cell.when)];
+        if (why.empty() || !condition.is_set(spec, resources)) {
             continue;
         }
-        out.push_back({std::string(rule.field),
+        out.push_back({std::string(condition.field),
                        fmt::format("{} on {}: {}", refused ? "not supported" : "ignored", to_string(kind), why)});
     }
     // Object stores and SkyPilot storage objects: tandem copies local files only, on every backend.

@@ -5,8 +5,10 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "core/backend_traits.hpp"
 #include "core/quantity.hpp"
 #include "core/spec_loader.hpp"
+#include "core/yaml_load.hpp"
 
 namespace tandem {
 
@@ -58,8 +60,8 @@ std::optional<std::vector<BackendKind>> parse_order(const YAML::Node& node, cons
         auto kind = item.IsScalar() ? backend_kind_from_string(item.Scalar()) : std::nullopt;
         if (!kind) {
             diags.push_back({loc_of(path, item.Mark()), field,
-                             fmt::format("'{}' is not a backend (use slurm, kubernetes or local)",
-                                         item.IsScalar() ? item.Scalar() : std::string("?"))});
+                             fmt::format("'{}' is not a backend (use {})",
+                                         item.IsScalar() ? item.Scalar() : std::string("?"), backend_type_list())});
             return std::nullopt;
         }
         if (std::find(order.begin(), order.end(), *kind) != order.end()) {
@@ -165,13 +167,11 @@ Result<Paths> resolve_paths(const GetEnv& getenv) {
 
 Result<Config> parse_config(const std::string& text, const std::string& path) {
     std::vector<Diagnostic> diags;
-    YAML::Node root;
-    try {
-        root = YAML::Load(text);
-    } catch (const YAML::Exception& e) {
-        return fail(ErrorKind::config,
-                    format_diagnostic({loc_of(path, e.mark), "", "invalid YAML: " + e.msg}));
+    auto loaded = load_yaml_document(text, path);
+    if (!loaded) {
+        return tl::unexpected(loaded.error());
     }
+    const YAML::Node root = *loaded;
     Config config;
     config.path = path;
     if (root.IsNull()) {
@@ -235,7 +235,7 @@ Result<Config> parse_config(const std::string& text, const std::string& path) {
                 if (!kind) {
                     diags.push_back(
                         {c["type"] ? loc_of(path, c["type"].Mark()) : cc.loc, field + ".type",
-                         fmt::format("'{}' is not a cluster type (use local, slurm or kubernetes)", type)});
+                         fmt::format("'{}' is not a cluster type (use {})", type, backend_type_list())});
                     continue;
                 }
                 cc.kind = *kind;

@@ -7,12 +7,23 @@
 
 #include <fmt/format.h>
 
+#include "core/backend_traits.hpp"
 #include "core/quantity.hpp"
 #include "core/value_checks.hpp"
 
 namespace tandem::detail {
 
 namespace {
+
+// The kind whose task settings are config.<key>.
+const BackendTraits* settings_of(const std::string& key) {
+    for (const auto& t : all_backend_traits()) {
+        if (t.parse_settings != nullptr && t.settings_key == key) {
+            return &t;
+        }
+    }
+    return nullptr;
+}
 
 class ConfigParser {
 public:
@@ -47,34 +58,42 @@ public:
                 m_w.error(value, path, "must be a mapping");
                 continue;
             }
-            key.Scalar() == "slurm" ? slurm_section(value, path) : k8s_section(value, path);
+            if (const auto* t = settings_of(key.Scalar())) {
+                t->parse_settings(m_w, value, path, m_spec);
+            }
+        }
+    }
+
+    // Each key of a backend's section that the key table admits, with its field path, its location kept.
+    template <typename F> void settings(const YAML::Node& node, const std::string& path, F&& each) {
+        for (const auto& [key, value] : m_w.entries(node, path)) {
+            if (!m_w.admit(key, path, path, m_spec.notes)) {
+                continue;
+            }
+            const std::string field = join_path(path, key.Scalar());
+            m_spec.locations[field] = m_w.loc(key);
+            each(key.Scalar(), value, field);
         }
     }
 
     void slurm_section(const YAML::Node& node, const std::string& path) {
         std::optional<std::pair<YAML::Node, std::string>> sbatch;
-        for (const auto& [key, value] : m_w.entries(node, path)) {
-            if (!m_w.admit(key, path, path, m_spec.notes)) {
-                continue;
-            }
-            const std::string& k = key.Scalar();
-            const std::string field = join_path(path, k);
-            m_spec.locations[field] = m_w.loc(key);
+        settings(node, path, [&](const std::string& k, const YAML::Node& value, const std::string& field) {
             if (k == "sbatch_options") {
                 sbatch = std::pair{value, field}; // after the rest: explicit fields win over its copies
-                continue;
+                return;
             }
             if (k == "quota") {
                 slurm_quota(value, field);
-                continue;
+                return;
             }
             if (k == "provision_timeout") {
                 m_spec.slurm.provision_timeout_seconds = provision_timeout(value, field);
-                continue;
+                return;
             }
             auto v = m_w.scalar(value, field);
             if (!v) {
-                continue;
+                return;
             }
             if (k == "partition") {
                 m_spec.slurm.partition = v;
@@ -90,7 +109,7 @@ public:
                 auto minutes = parse_slurm_time_minutes(*v);
                 minutes ? void(m_spec.slurm.time = v) : m_w.error(value, field, minutes.error());
             }
-        }
+        });
         if (sbatch) {
             sbatch_options(sbatch->first, sbatch->second);
         }
@@ -201,13 +220,7 @@ public:
     }
 
     void k8s_section(const YAML::Node& node, const std::string& path) {
-        for (const auto& [key, value] : m_w.entries(node, path)) {
-            if (!m_w.admit(key, path, path, m_spec.notes)) {
-                continue;
-            }
-            const std::string& k = key.Scalar();
-            const std::string field = join_path(path, k);
-            m_spec.locations[field] = m_w.loc(key);
+        settings(node, path, [&](const std::string& k, const YAML::Node& value, const std::string& field) {
             if (k == "pod_config") {
                 if (!value.IsMap()) {
                     m_w.error(value, field, "must be a mapping (a partial Pod manifest)");
@@ -235,7 +248,7 @@ public:
             } else if (auto v = m_w.scalar(value, field)) {
                 (k == "namespace" ? m_spec.kubernetes.namespace_name : m_spec.kubernetes.queue) = v;
             }
-        }
+        });
     }
 
     void remote_identity(const YAML::Node& value, const std::string& field) {
@@ -344,6 +357,14 @@ private:
 
 void parse_config_section(YamlWalker& w, const YAML::Node& node, TaskSpec& spec) {
     ConfigParser(w, spec).section(node);
+}
+
+void parse_slurm_settings(YamlWalker& w, const YAML::Node& node, const std::string& path, TaskSpec& spec) {
+    ConfigParser(w, spec).slurm_section(node, path);
+}
+
+void parse_kubernetes_settings(YamlWalker& w, const YAML::Node& node, const std::string& path, TaskSpec& spec) {
+    ConfigParser(w, spec).k8s_section(node, path);
 }
 
 } // namespace tandem::detail

@@ -15,4 +15,9 @@ namespace tandem::detail {
 // walker's diagnostics.
 void parse_config_section(YamlWalker& w, const YAML::Node& node, TaskSpec& spec);
 
+// The backends' own sections (config.slurm, config.kubernetes), as their rows in backend_traits.cpp name
+// them; `path` is the section's ("config.slurm").
+void parse_slurm_settings(YamlWalker& w, const YAML::Node& node, const std::string& path, TaskSpec& spec);
+void parse_kubernetes_settings(YamlWalker& w, const YAML::Node& node, const std::string& path, TaskSpec& spec);
+
 } // namespace tandem::detail

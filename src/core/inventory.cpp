@@ -2,31 +2,17 @@
 
 #include <cstdio>
 
+#include "core/backend_traits.hpp"
+
 namespace tandem {
 
 std::string_view to_string(BackendKind kind) {
-    switch (kind) {
-    case BackendKind::local:
-        return "local";
-    case BackendKind::slurm:
-        return "slurm";
-    case BackendKind::kubernetes:
-        return "k8s";
-    }
-    return "local";
+    return traits_of(kind).name;
 }
 
 std::optional<BackendKind> backend_kind_from_string(std::string_view text) {
-    if (text == "local") {
-        return BackendKind::local;
-    }
-    if (text == "slurm") {
-        return BackendKind::slurm;
-    }
-    if (text == "k8s" || text == "kubernetes") {
-        return BackendKind::kubernetes;
-    }
-    return std::nullopt;
+    const auto* t = find_backend_traits(text);
+    return t == nullptr ? std::nullopt : std::optional<BackendKind>(t->kind);
 }
 
 std::optional<std::string> mig_profile_for(double fraction, const std::vector<std::string>& profiles) {

@@ -13,7 +13,9 @@
 
 namespace tandem {
 
+// Each kind's facts are its row in backend_traits.cpp.
 enum class BackendKind { local, slurm, kubernetes };
+inline constexpr std::size_t k_backend_kinds = 3;
 std::string_view to_string(BackendKind kind);                               // "local", "slurm", "k8s"
 std::optional<BackendKind> backend_kind_from_string(std::string_view text); // accepts "kubernetes" too
 

@@ -50,28 +50,14 @@ bool iequals(std::string_view a, std::string_view b) {
            });
 }
 
-// The task's time limit, decided once per plan rather than once per pool.
-struct TimeLimit {
-    std::optional<int> minutes; // nullopt: none asked for
-    std::string error;          // non-empty: the text is not a Slurm time
-};
-
-TimeLimit time_limit_of(const TaskSpec& spec) {
-    if (!spec.slurm.time) {
-        return {};
-    }
-    auto minutes = parse_slurm_time_minutes(*spec.slurm.time);
-    return minutes ? TimeLimit{*minutes, {}} : TimeLimit{std::nullopt, minutes.error()};
-}
-
 // ---- Per-option facts that do not depend on the pool -------------------------------------------------
 
 struct Candidate {
     int index = 0;
     const ResourceOption* option = nullptr;
     const Accelerator* accelerator = nullptr; // nullptr: no GPU wanted
-    std::array<std::string, 3> unsupported;   // by BackendKind: joined reasons, empty when runnable
-    std::array<std::vector<std::string>, 3> ignored; // by BackendKind: fields accepted without effect
+    std::array<std::string, k_backend_kinds> unsupported;   // by BackendKind: joined reasons, empty when runnable
+    std::array<std::vector<std::string>, k_backend_kinds> ignored; // by BackendKind: fields accepted without effect
     const std::vector<BackendKind>* preference = nullptr;
 };
 
@@ -86,7 +72,8 @@ std::vector<Candidate> make_candidates(const TaskSpec& spec, const std::vector<R
         c.option = &option;
         c.accelerator =
             option.resources.accelerators.empty() ? nullptr : &option.resources.accelerators.front();
-        for (auto kind : {BackendKind::local, BackendKind::slurm, BackendKind::kubernetes}) {
+        for (const auto& t : all_backend_traits()) {
+            const auto kind = t.kind;
             std::string& joined = c.unsupported[static_cast<std::size_t>(kind)];
             for (const auto& u : unsupported_fields(spec, option.resources, kind)) {
                 joined += joined.empty() ? u.reason : "; " + u.reason;
@@ -106,20 +93,12 @@ std::vector<Candidate> make_candidates(const TaskSpec& spec, const std::vector<R
 
 // ---- Feasibility -------------------------------------------------------------------------------------
 
-// Kubernetes clusters are configured as "k8s/<context>" while a pin names just the context.
-bool cluster_matches(const ClusterInventory& cluster, std::string_view wanted) {
-    constexpr std::string_view k8s_prefix = "k8s/";
-    const std::string_view name = cluster.name;
-    return name == wanted || (cluster.kind == BackendKind::kubernetes && name.starts_with(k8s_prefix) &&
-                              name.substr(k8s_prefix.size()) == wanted);
-}
-
 // Why no pool of `cluster` can take this option, or empty.
 std::string cluster_mismatch(const Candidate& c, const TaskSpec& spec, const ClusterInventory& cluster) {
-    if (cluster.kind == BackendKind::slurm && !cluster.sbatch_options && !spec.slurm.sbatch_options.empty()) {
-        return fmt::format("config.slurm.sbatch_options.{}: the cluster is reached over slurmrestd, which takes "
-                           "no sbatch options beyond tandem's fields (reach it over ssh:)",
-                           spec.slurm.sbatch_options.front().first);
+    if (const auto& t = traits_of(cluster.kind); t.cluster_check != nullptr) {
+        if (auto why = t.cluster_check(spec, cluster); !why.empty()) {
+            return why;
+        }
     }
     if (const auto& pin = c.option->resources.infra) {
         const auto kind = backend_kind_from_string(pin->kind);
@@ -169,14 +148,13 @@ std::string accelerator_mismatch(const Accelerator& want, const Pool& pool) {
 }
 
 // Why `pool` cannot take this option, or empty. Cheap when the pool fits: no allocation on that path.
-std::string pool_mismatch(const Candidate& c, const TaskSpec& spec, BackendKind kind, const Pool& pool,
-                          const TimeLimit& time) {
+std::string pool_mismatch(const Candidate& c, const TaskSpec& spec, const BackendTraits& kind, const Pool& pool) {
     const Resources& r = c.option->resources;
     if (r.infra && !r.infra->pool.empty() && r.infra->pool != pool.name) {
         return "infra pinned to " + format_infra(*r.infra);
     }
-    if (kind == BackendKind::kubernetes) {
-        // A Kubernetes rank is a pod, and pods of one job may share a node: only the GPUs must add up.
+    if (kind.ranks_share_nodes) {
+        // A rank is a pod, and pods of one job may share a node: only the GPUs must add up.
         const Accelerator* a = c.accelerator;
         if (a != nullptr && !a->fractional() && pool.gpus_total > 0 &&
             pool.gpus_total < a->count * spec.num_nodes) {
@@ -199,24 +177,8 @@ std::string pool_mismatch(const Candidate& c, const TaskSpec& spec, BackendKind 
         return fmt::format("needs {} GB memory per node, pool has {} GB", r.memory_gb->value,
                            pool.memory_gb_per_node);
     }
-    // `config.slurm.*` is addressed to Slurm; other backends ignore it.
-    if (kind == BackendKind::slurm) {
-        if (spec.slurm.partition && *spec.slurm.partition != pool.name) {
-            return fmt::format("config.slurm.partition is {}", *spec.slurm.partition);
-        }
-        if (!spec.slurm.partition && spec.slurm.cpu_partition && c.accelerator == nullptr &&
-            *spec.slurm.cpu_partition != pool.name) {
-            return fmt::format("config.slurm.cpu_partition is {}", *spec.slurm.cpu_partition);
-        }
-        if (!time.error.empty()) {
-            return time.error;
-        }
-        if (time.minutes && pool.max_time_minutes && *time.minutes > *pool.max_time_minutes) {
-            return fmt::format("time limit {} exceeds partition limit {}", format_slurm_time(*time.minutes),
-                               format_slurm_time(*pool.max_time_minutes));
-        }
-    }
-    return {};
+    // `config.<kind>.*` is addressed to that kind; other backends ignore it.
+    return kind.pool_check != nullptr ? kind.pool_check(spec, pool, c.accelerator != nullptr) : std::string();
 }
 
 // ---- Scoring -----------------------------------------------------------------------------------------
@@ -224,7 +186,7 @@ std::string pool_mismatch(const Candidate& c, const TaskSpec& spec, BackendKind 
 bool can_start_now(const Accelerator* want, const Pool& pool, BackendKind kind, int num_nodes) {
     if (want == nullptr) {
         // The local backend starts processes immediately; elsewhere a CPU task counts on idle nodes.
-        return kind == BackendKind::local || pool.nodes_free >= num_nodes;
+        return traits_of(kind).starts_without_idle_nodes || pool.nodes_free >= num_nodes;
     }
     if (want->fractional()) { // one MIG device or time-sliced replica per rank
         return pool.shared_free >= num_nodes;
@@ -315,7 +277,6 @@ void rank(std::vector<Placement>& placements) {
 Plan plan(const TaskSpec& spec, const Inventory& inventory, const PlannerPolicy& policy) {
     const std::vector<ResourceOption> options = spec.options();
     const std::vector<Candidate> candidates = make_candidates(spec, options, policy);
-    const TimeLimit time = time_limit_of(spec);
 
     Plan out;
     for (const auto& cluster : inventory.clusters) {
@@ -336,8 +297,9 @@ Plan plan(const TaskSpec& spec, const Inventory& inventory, const PlannerPolicy&
                 out.rejections.push_back({cluster.name, {}, c.option->label, std::move(why)});
                 continue;
             }
+            const BackendTraits& kind = traits_of(cluster.kind);
             for (const auto& pool : cluster.pools) {
-                if (auto why = pool_mismatch(c, spec, cluster.kind, pool, time); !why.empty()) {
+                if (auto why = pool_mismatch(c, spec, kind, pool); !why.empty()) {
                     out.rejections.push_back({cluster.name, pool.name, c.option->label, std::move(why)});
                     continue;
                 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/backend_traits.hpp"
 #include "core/inventory.hpp"
 #include "core/spec.hpp"
 
@@ -13,10 +14,10 @@ namespace tandem {
 struct PlannerPolicy {
     // Backend kinds in order of preference, used as a score component. The documented default puts
     // Slurm first for exclusive multi-node work and Kubernetes first for shared/fractional GPUs.
-    std::vector<BackendKind> prefer_multi_node{BackendKind::slurm, BackendKind::kubernetes,
-                                               BackendKind::local};
-    std::vector<BackendKind> prefer_shared{BackendKind::kubernetes, BackendKind::slurm, BackendKind::local};
-    std::vector<BackendKind> prefer_default{BackendKind::slurm, BackendKind::kubernetes, BackendKind::local};
+    // The defaults are the ranks in each kind's row (backend_traits.cpp).
+    std::vector<BackendKind> prefer_multi_node = default_preference(Workload::multi_node);
+    std::vector<BackendKind> prefer_shared = default_preference(Workload::shared_gpu);
+    std::vector<BackendKind> prefer_default = default_preference(Workload::other);
 };
 
 struct ScoreComponent {

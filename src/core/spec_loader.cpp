@@ -21,6 +21,7 @@
 #include "core/service_parser.hpp"
 #include "core/spec_parse_detail.hpp"
 #include "core/value_checks.hpp"
+#include "core/yaml_load.hpp"
 #include "core/yaml_walker.hpp"
 
 namespace tandem {
@@ -459,6 +460,15 @@ std::optional<std::string> closest_match(std::string_view word,
         }
     }
     return best;
+}
+
+Result<YAML::Node> load_yaml_document(std::string_view text, const std::string& file_name) {
+    std::vector<Diagnostic> diags;
+    auto docs = detail::load_documents(text, file_name, diags);
+    if (!docs) {
+        return fail(ErrorKind::config, diags.empty() ? file_name + ": invalid YAML" : format_diagnostic(diags.front()));
+    }
+    return docs->empty() ? YAML::Node() : docs->front();
 }
 
 } // namespace tandem

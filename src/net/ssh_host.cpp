@@ -21,6 +21,21 @@ auto handle_closer(LIBSSH2_SFTP_HANDLE* h) {
     };
 }
 
+// Opens `path` over the connection's SFTP session: the handle, or nullptr with `rc` saying why.
+Result<LIBSSH2_SFTP_HANDLE*> open_remote(SshHost::Impl& impl, const std::string& path, unsigned long flags,
+                                         long mode, int& rc) {
+    auto sftp = impl.sftp();
+    if (!sftp) {
+        return tl::unexpected(sftp.error());
+    }
+    return impl.conn->target->retry_ptr<LIBSSH2_SFTP_HANDLE>(
+        [&] {
+            return libssh2().sftp_open_ex(*sftp, path.c_str(), static_cast<unsigned int>(path.size()), flags,
+                                          mode, LIBSSH2_SFTP_OPENFILE);
+        },
+        impl.io_deadline(), rc);
+}
+
 } // namespace
 
 SshHost::SshHost(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
@@ -97,18 +112,13 @@ Result<std::optional<RemoteFileInfo>> SshHost::stat(const std::string& path) {
 Result<std::optional<std::string>> SshHost::read(const std::string& path, std::uint64_t offset,
                                                  std::uint64_t max_bytes) {
     auto& impl = *m_impl;
-    auto sftp = impl.sftp();
-    if (!sftp) {
-        return tl::unexpected(sftp.error());
+    int rc = 0;
+    auto opened = open_remote(impl, path, LIBSSH2_FXF_READ, 0, rc);
+    if (!opened) {
+        return tl::unexpected(opened.error());
     }
     SshSession& s = *impl.conn->target;
-    int rc = 0;
-    LIBSSH2_SFTP_HANDLE* h = s.retry_ptr<LIBSSH2_SFTP_HANDLE>(
-        [&] {
-            return libssh2().sftp_open_ex(*sftp, path.c_str(), static_cast<unsigned int>(path.size()),
-                                          LIBSSH2_FXF_READ, 0, LIBSSH2_SFTP_OPENFILE);
-        },
-        impl.io_deadline(), rc);
+    LIBSSH2_SFTP_HANDLE* h = *opened;
     if (!h) {
         if (rc == LIBSSH2_ERROR_SFTP_PROTOCOL && sftp_missing(impl.sftp_status())) {
             return std::optional<std::string>();
@@ -141,19 +151,13 @@ Result<std::optional<std::string>> SshHost::read(const std::string& path, std::u
 
 Status SshHost::write(const std::string& path, std::string_view data, int mode) {
     auto& impl = *m_impl;
-    auto sftp = impl.sftp();
-    if (!sftp) {
-        return tl::unexpected(sftp.error());
+    int rc = 0;
+    auto opened = open_remote(impl, path, LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_TRUNC, mode, rc);
+    if (!opened) {
+        return tl::unexpected(opened.error());
     }
     SshSession& s = *impl.conn->target;
-    int rc = 0;
-    LIBSSH2_SFTP_HANDLE* h = s.retry_ptr<LIBSSH2_SFTP_HANDLE>(
-        [&] {
-            return libssh2().sftp_open_ex(*sftp, path.c_str(), static_cast<unsigned int>(path.size()),
-                                          LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_TRUNC, mode,
-                                          LIBSSH2_SFTP_OPENFILE);
-        },
-        impl.io_deadline(), rc);
+    LIBSSH2_SFTP_HANDLE* h = *opened;
     if (!h) {
         return impl.failure(rc, "creating " + path);
     }

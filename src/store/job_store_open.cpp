@@ -299,9 +299,6 @@ Status JobStore::configure() {
     if (!version) {
         return tl::unexpected(version.error());
     }
-    if (*version > k_schema_version) {
-        return newer_schema(m_path, *version);
-    }
     if (*version == 0) {
         if (auto ok = refuse_foreign(m_db, m_path); !ok) {
             return ok;
@@ -328,7 +325,8 @@ Status JobStore::configure() {
     return {};
 }
 
-// 0 for a database without a version yet (new, or created by a crashed first open).
+// 0 for a database without a version yet (new, or created by a crashed first open). A version newer than
+// this tandem's is refused: such a database must be left exactly as it is.
 Result<int> JobStore::stored_version() {
     auto has_table =
         prepare("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='schema_version'");
@@ -348,7 +346,11 @@ Result<int> JobStore::stored_version() {
     if (query->step() != SQLITE_ROW) {
         return tl::unexpected(sqlite_error("reading schema version"));
     }
-    return static_cast<int>(query->int64_at(0));
+    const int version = static_cast<int>(query->int64_at(0));
+    if (version > k_schema_version) {
+        return newer_schema(m_path, version);
+    }
+    return version;
 }
 
 // Changing the journal mode needs an exclusive lock, and SQLite reports SQLITE_BUSY for it without always
@@ -387,14 +389,11 @@ Status JobStore::migrate() {
         !ok) {
         return ok;
     }
+    // A newer tandem may have migrated between our first look and taking the lock (stored_version refuses
+    // it); the rollback on return leaves its file as it was.
     auto version = stored_version();
     if (!version) {
         return tl::unexpected(version.error());
-    }
-    // A newer tandem may have migrated between our first look and taking the lock; the rollback on return
-    // leaves its file as it was.
-    if (*version > k_schema_version) {
-        return newer_schema(m_path, *version);
     }
     if (*version == k_schema_version) {
         return {};

@@ -97,7 +97,7 @@ void require_listed(const KubeContext& ctx) {
 }
 
 std::string data_of(const std::string& path) {
-    return detail::base64_encode(read_text(path));
+    return k8s::detail::base64_encode(read_text(path));
 }
 
 } // namespace

@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
-#include "backends/k8s/job_state_skim_text.hpp"
 #include "backends/k8s/labels.hpp"
+#include "core/json_text.hpp"
 
 namespace tandem::k8s {
 
@@ -321,7 +321,7 @@ private:
         if (!take_bytes(p, end, s)) {
             return false;
         }
-        return detail::valid_utf8(s) || error(at, fmt::format("invalid UTF-8 in '{}'", key));
+        return json_text::valid_utf8(s) || error(at, fmt::format("invalid UTF-8 in '{}'", key));
     }
 
     bool type_meta(std::string_view bytes, std::string& api_version, std::string& kind) {

@@ -4,7 +4,8 @@
 // environment, volumes, tolerations); job_state.cpp reads a few hundred bytes of it. Even nlohmann's
 // callback parse lexes every byte into tokens (4 ms for 100 pods), so the skimmer walks the text itself:
 // it steps over subtrees nobody reads with a scanner that follows only strings (memchr to the next quote)
-// and bracket nesting, and builds JSON values only for the members in its table (job_state_skim.cpp).
+// and bracket nesting, and builds JSON values only for the members in its table (job_state_skim.cpp; the
+// scanner is core/json_skim.hpp, which Slurm's GET /jobs skimmer shares).
 //
 // What is kept, per item: metadata (name, namespace, uid, resourceVersion, creationTimestamp,
 // deletionTimestamp, the labels tandem.dev/job and tandem.dev/rank, the completion-index annotation);

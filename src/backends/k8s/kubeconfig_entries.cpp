@@ -5,6 +5,7 @@
 #include <set>
 
 #include "backends/k8s/kubeconfig_reader.hpp"
+#include "core/yaml_load.hpp"
 
 namespace tandem::k8s::detail {
 
@@ -80,13 +81,11 @@ void read_list(const FileInfo& file, const YAML::Node& root, const std::string& 
 Result<FileEntries> parse_kubeconfig_file(const std::string& path, const std::string& text) {
     std::error_code ec;
     FileInfo file{path, fs::absolute(path, ec).parent_path()};
-    YAML::Node root;
-    try {
-        root = YAML::Load(text);
-    } catch (const YAML::Exception& e) {
-        return fail(ErrorKind::config,
-                    format_diagnostic({loc_of(path, e.mark), "", "invalid YAML: " + e.msg}));
+    auto loaded = load_yaml_document(text, path);
+    if (!loaded) {
+        return tl::unexpected(loaded.error());
     }
+    const YAML::Node root = *loaded;
     FileEntries entries;
     if (!root || root.IsNull()) {
         return entries;

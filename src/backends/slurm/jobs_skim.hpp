@@ -1,10 +1,10 @@
 #pragma once
 // Reading GET /slurm/VER/jobs without building a DOM of it. On Slurm 22.05 each job carries about 110
 // members (3 KB); a refresh reads ten. The skimmer walks the answer's top-level object and the objects of
-// its "jobs" list, parses only the members `keep` accepts (with nlohmann, on that value's text alone), and
-// steps over everything else with a scanner that follows only strings and nesting. Other top-level members
+// its "jobs" list, builds values only for the members `keep` accepts, and steps over everything else (the
+// scanner is core/json_skim.hpp, which Kubernetes' List skimmer shares). Other top-level members
 // (meta, errors, warnings, last_update) are small and parsed whole. The result has the answer's shape, so
-// the per-version parsers (rest_v0038, rest_v0040) read it unchanged.
+// the parsers of rest_api.hpp read it unchanged, in every dialect.
 
 #include <optional>
 #include <string_view>
@@ -16,7 +16,7 @@ namespace tandem::slurm::rest {
 using FieldFilter = bool (*)(std::string_view key);
 
 // nullopt when the text is not a JSON object as far as the skimmer can tell (truncated, unbalanced, a bad
-// kept value, trailing text). The caller then parses it fully, which reports what is wrong.
+// kept value, kept values nested over 64 deep, trailing text), or "jobs" is not a list of jobs. The caller then parses it fully, which reports what is wrong.
 std::optional<nlohmann::json> skim_jobs(std::string_view body, FieldFilter keep);
 
 // The latest Unix time any job in a (skimmed) GET /jobs answer mentions: submit, eligible, start, end,

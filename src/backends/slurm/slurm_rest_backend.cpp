@@ -22,8 +22,7 @@
 #include "backends/slurm/remote_log.hpp"
 #include "backends/slurm/remote_upload.hpp"
 #include "backends/slurm/rest_json.hpp"
-#include "backends/slurm/rest_v0038.hpp"
-#include "backends/slurm/rest_v0040.hpp"
+#include "backends/slurm/rest_api.hpp"
 #include "backends/slurm/sbatch_script.hpp"
 #include "backends/slurm/slurm_exec.hpp"
 #include "backends/slurm/slurm_inventory.hpp"
@@ -45,35 +44,9 @@ using sys::now_seconds;
 
 SlurmRestBackend::SlurmRestBackend(std::string cluster, SlurmSettings settings, std::string state_dir,
                                    std::unique_ptr<net::HttpClient> http)
-    : m_cluster(std::move(cluster)), m_settings(std::move(settings)),
+    : SlurmBackend(std::move(cluster), std::move(settings), state_dir),
       m_cache_file(state_dir + "/cache/slurm-api-" + m_cluster + ".json"),
-      m_inventory_file(state_dir + "/cache/slurm-inventory-" + m_cluster + ".json"),
-      m_jobs_snapshot_file(state_dir + "/cache/slurm-jobs-" + m_cluster + ".json"),
-      m_jobs_dir(state_dir + "/jobs"), m_http(std::move(http)) {}
-
-// Slurm job ids are not unique over time (a reinstalled cluster starts at 1 again) nor across clusters
-// sharing a home directory, so the file name carries the submit's random token too. The expanded path is
-// kept in STATE/jobs/ID/slurm-output, as the local backend keeps its files.
-std::string SlurmRestBackend::output_path(const JobRecord& job) const {
-    std::ifstream in(fmt::format("{}/{}/slurm-output", m_jobs_dir, job.id));
-    std::string path;
-    if (std::getline(in, path) && !path.empty()) {
-        return path;
-    }
-    return fmt::format("{}/tandem-{}.out", m_settings.home, job.remote_id);
-}
-
-void SlurmRestBackend::remember_output(std::int64_t job_id, const SubmitPlan& plan,
-                                       const std::string& slurm_id) const {
-    std::string path = plan.output_pattern;
-    if (auto at = path.find("%j"); at != std::string::npos) {
-        path.replace(at, 2, slurm_id);
-    }
-    const std::string dir = fmt::format("{}/{}", m_jobs_dir, job_id);
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    std::ofstream(dir + "/slurm-output") << path << "\n";
-}
+      m_jobs_snapshot_file(state_dir + "/cache/slurm-jobs-" + m_cluster + ".json"), m_http(std::move(http)) {}
 
 // slurmrestd answers most failures with HTTP 500 and a JSON errors[] list, so 400 and 500 are read here
 // rather than turned into generic HTTP errors.
@@ -197,9 +170,7 @@ Result<ApiChoice> SlurmRestBackend::api() {
     }
     auto choice = choose_api_version(paths, wanted);
     if (!choice) {
-        Error e = choice.error();
-        e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
-        return tl::unexpected(e);
+        return in_cluster(choice.error());
     }
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(m_cache_file).parent_path(), ec);
@@ -243,26 +214,11 @@ Result<std::string> SlurmRestBackend::check() {
         default_unknown ? "; default partition unknown over this API (set default_partition)" : "");
 }
 
-// The inventory cache's key: the server, and the default_partition setting that shaped the answer.
-std::string SlurmRestBackend::inventory_source() const {
-    return m_settings.rest->url +
-           (m_settings.default_partition.empty() ? "" : " default_partition=" + m_settings.default_partition);
-}
-
-Result<ClusterInventory> SlurmRestBackend::inventory(std::chrono::seconds max_age) {
-    if (max_age.count() > 0) {
-        if (auto cached = backends::read_inventory_cache(m_inventory_file, inventory_source(), m_cluster,
-                                                         BackendKind::slurm, max_age)) {
-            cached->sbatch_options = false;
-            m_inventory = *cached;
-            return *cached;
-        }
-    }
+Result<std::pair<std::vector<SlurmPartition>, std::vector<SlurmNode>>> SlurmRestBackend::read_partitions() {
     auto choice = api();
     if (!choice) {
         return tl::unexpected(choice.error());
     }
-    const bool v38 = choice->version == ApiVersion::v0_0_38;
     auto pj = call("GET", path("slurm", "/partitions"), "", true);
     if (!pj) {
         return tl::unexpected(pj.error());
@@ -271,43 +227,22 @@ Result<ClusterInventory> SlurmRestBackend::inventory(std::chrono::seconds max_ag
     if (!nj) {
         return tl::unexpected(nj.error());
     }
-    auto partitions = v38 ? v0038::parse_partitions(*pj) : v0040::parse_partitions(*pj);
-    auto nodes = v38 ? v0038::parse_nodes(*nj) : v0040::parse_nodes(*nj);
+    auto partitions = api::parse_partitions(*pj, choice->version);
+    auto nodes = api::parse_nodes(*nj, choice->version);
     if (!partitions || !nodes) {
-        Error e = partitions ? nodes.error() : partitions.error();
-        e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
-        return tl::unexpected(e);
+        return in_cluster(partitions ? nodes.error() : partitions.error());
     }
-    if (auto st = apply_default_partition(m_cluster, m_settings.default_partition, *partitions); !st) {
-        return tl::unexpected(st.error());
-    }
-    ClusterInventory inv = build_inventory(m_cluster, *partitions, *nodes);
-    inv.sbatch_options = false; // slurmrestd reads no #SBATCH line
-    m_inventory = inv;
-    backends::write_inventory_cache(m_inventory_file, inventory_source(), inv);
-    return inv;
+    return std::pair{std::move(*partitions), std::move(*nodes)};
 }
 
 Result<SubmitPlan> SlurmRestBackend::submit_plan(const TaskSpec& spec, const Placement& placement,
                                                  std::int64_t job_id, const std::string& token) {
-    if (!m_inventory) {
-        if (auto inv = inventory(); !inv) {
-            return tl::unexpected(inv.error());
-        }
-    }
-    const Pool* pool = find_pool(*m_inventory, placement.pool);
-    if (pool == nullptr) {
-        return fail(ErrorKind::remote,
-                    fmt::format("cluster {}: partition {} is gone", m_cluster, placement.pool));
-    }
-    auto built = build_submit_plan(spec, placement, *pool, job_id, token);
+    auto built = plan_on_partition(spec, placement, job_id, token, std::chrono::seconds(0));
     if (!built) {
         return tl::unexpected(built.error());
     }
     SubmitPlan plan = std::move(*built);
     plan.working_directory = spec.workdir.value_or(m_settings.home);
-    plan.output_pattern =
-        fmt::format("{}/{}-%j.out", m_settings.home, plan.submit_token); // tandem-<hex>-<id>
     // slurmrestd starts the job with only the submitted environment: the login basics come first.
     plan.group_book_in_comment = !spec.group_channel.empty() && !m_files;
     plan.environment.insert(plan.environment.begin(), {{"PATH", "/usr/local/bin:/usr/bin:/bin"},
@@ -353,9 +288,7 @@ Result<SlurmRestBackend::Prepared> SlurmRestBackend::prepare_submit(const TaskSp
             }
         }
     }
-    auto payload = choice->version == ApiVersion::v0_0_38
-                       ? v0038::submit_payload(*script, *plan)
-                       : v0040::submit_payload(*script, *plan, choice->version);
+    auto payload = api::submit_payload(*script, *plan, choice->version);
     return Prepared{std::move(*plan), std::move(*script), std::move(payload)};
 }
 
@@ -387,20 +320,6 @@ Result<std::optional<std::string>> SlurmRestBackend::find_by_token(const std::st
     return std::nullopt;
 }
 
-Result<std::optional<std::string>> SlurmRestBackend::find_submitted(const JobRecord& job) {
-    if (job.submit_token.empty()) {
-        return std::nullopt;
-    }
-    auto found = find_by_token("tandem-" + job.submit_token);
-    if (found && *found) {
-        SubmitPlan plan;
-        plan.submit_token = "tandem-" + job.submit_token;
-        plan.output_pattern = fmt::format("{}/{}-%j.out", m_settings.home, plan.submit_token);
-        remember_output(job.id, plan, **found);
-    }
-    return found;
-}
-
 Result<std::string> SlurmRestBackend::submit(const TaskSpec& given, const Placement& placement,
                                              std::int64_t job_id, const std::string& token) {
     // With ssh: the workdir and file_mounts are sent to the cluster first and the job runs in its copy.
@@ -416,7 +335,6 @@ Result<std::string> SlurmRestBackend::submit(const TaskSpec& given, const Placem
     if (!prepared) {
         return tl::unexpected(prepared.error());
     }
-    const bool v38 = m_api->version == ApiVersion::v0_0_38;
     const auto& plan = prepared->plan;
     const auto& payload = prepared->payload;
     const std::string body = payload.dump();
@@ -439,7 +357,7 @@ Result<std::string> SlurmRestBackend::submit(const TaskSpec& given, const Placem
         }
         auto existing = find_by_token(plan.submit_token);
         if (existing && *existing) {
-            remember_output(job_id, plan, **existing);
+            remember_output(job_id, plan.output_pattern, **existing);
             return **existing;
         }
         if (!existing || last) {
@@ -450,29 +368,12 @@ Result<std::string> SlurmRestBackend::submit(const TaskSpec& given, const Placem
     if (!answer) {
         return tl::unexpected(answer.error());
     }
-    auto id = v38 ? v0038::parse_submit_response(*answer) : v0040::parse_submit_response(*answer);
+    auto id = api::parse_submit_response(*answer, m_api->version);
     if (!id) {
-        Error e = id.error();
-        e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
-        return tl::unexpected(e);
+        return in_cluster(id.error());
     }
-    remember_output(job_id, plan, *id);
+    remember_output(job_id, plan.output_pattern, *id);
     return *id;
-}
-
-Result<std::optional<std::vector<std::string>>> SlurmRestBackend::hosts(const JobRecord& job) {
-    auto listed = list_jobs();
-    if (!listed) {
-        return tl::unexpected(listed.error());
-    }
-    return running_hosts(*listed, job.remote_id, m_cluster);
-}
-
-Result<int> SlurmRestBackend::exec(const JobRecord& job, const ExecRequest& request, ExecIo& io) {
-    if (!m_files) { // capabilities() offers no exec then
-        return fail(ErrorKind::internal, fmt::format("cluster {}: exec without ssh:", m_cluster));
-    }
-    return exec_beside_job(*m_files, job, hosts(job), request, io, m_cluster);
 }
 
 // slurmrestd cannot write a file: the book goes over the cluster's ssh: host when it has one, else into
@@ -513,15 +414,6 @@ Status SlurmRestBackend::unpublish(const JobRecord& job, const std::string& chan
     return m_files ? unpublish_book(*m_files, m_settings.home, channel, m_cluster) : Status{};
 }
 
-// exec and shell run srun on the login node: only with ssh: in the cluster's config (slurmrestd runs no
-// interactive steps).
-Capabilities SlurmRestBackend::capabilities() {
-    Capabilities c;
-    c.exec = m_files ? this : nullptr;
-    c.group_addresses = this;
-    return c;
-}
-
 Status SlurmRestBackend::cancel(const JobRecord& job) {
     auto choice = api();
     if (!choice) {
@@ -535,7 +427,7 @@ Status SlurmRestBackend::cancel(const JobRecord& job) {
         return {};
     }
     // v0.0.42 answers HTTP 200 with errors[] empty and says per job, in status[], what the signal did.
-    if (auto refused = v0040::cancel_refusal(*answer)) {
+    if (auto refused = api::cancel_refusal(*answer)) {
         return fail(ErrorKind::remote, fmt::format("cluster {}: slurmctld did not cancel Slurm job {}: {}",
                                                    m_cluster, job.remote_id, *refused));
     }

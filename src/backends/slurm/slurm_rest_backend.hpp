@@ -11,45 +11,41 @@
 #include <vector>
 
 #include "backends/slurm/api_version.hpp"
-#include "backends/slurm/slurm_config.hpp"
-#include "backends/slurm/slurm_model.hpp"
-#include "core/backend.hpp"
+#include "backends/slurm/slurm_backend.hpp"
 #include "net/http_client.hpp"
 #include "net/remote_host.hpp"
 
 namespace tandem::slurm {
 
-class SlurmRestBackend final : public Backend, public Exec, public GroupAddresses {
+class SlurmRestBackend final : public SlurmBackend {
 public:
     SlurmRestBackend(std::string cluster, SlurmSettings settings, std::string state_dir,
                      std::unique_ptr<net::HttpClient> http);
 
-    const std::string& cluster() const override { return m_cluster; }
-    BackendKind kind() const override { return BackendKind::slurm; }
     Result<std::string> check() override;
-    Result<ClusterInventory> inventory(std::chrono::seconds max_age = std::chrono::seconds(0)) override;
     Result<std::string> render(const TaskSpec& spec, const Placement& placement,
                                std::int64_t job_id) override;
     Result<std::string> submit(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
                                const std::string& token) override;
-    Result<std::optional<std::string>> find_submitted(const JobRecord& job) override;
     Result<std::vector<JobUpdate>> refresh(const std::vector<JobRecord>& jobs) override;
     Status cancel(const JobRecord& job) override;
     Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
-    Capabilities capabilities() override;
-    Result<std::optional<std::vector<std::string>>> hosts(const JobRecord& job) override;
-    Result<int> exec(const JobRecord& job, const ExecRequest& request, ExecIo& io) override;
     Status publish(const JobRecord& job, const std::string& channel, const std::string& book) override;
     Status unpublish(const JobRecord& job, const std::string& channel) override;
 
-    // With ssh: settings too: the workdir is uploaded through this host before a submit, and logs are
-    // read through it (SFTP) instead of from a shared filesystem.
+    // With ssh: settings too: the workdir is uploaded through this host before a submit, logs are read
+    // through it (SFTP) instead of from a shared filesystem, and exec runs srun from it.
     void attach_files(std::unique_ptr<net::RemoteHost> host) { m_files = std::move(host); }
 
-    // Where a job's output lands (Slurm returns the pattern unexpanded, so tandem keeps the path itself).
-    std::string output_path(const JobRecord& job) const;
-
 private:
+    std::string endpoint() const override { return m_settings.rest->url; }
+    bool takes_sbatch_options() const override { return false; } // slurmrestd reads no #SBATCH line
+    Result<std::pair<std::vector<SlurmPartition>, std::vector<SlurmNode>>> read_partitions() override;
+    Result<std::vector<SlurmJob>> listed_jobs(const std::string&) override { return list_jobs(); }
+    Result<std::optional<std::string>> find_by_token(const std::string& token) override;
+    net::RemoteHost* login_host() override { return m_files.get(); }
+    Result<std::string> home() override { return m_settings.home; }
+
     Result<ApiChoice> api();
     std::string path(const char* tree, const std::string& rest); // "/slurm/v0.0.38" + rest
     Result<nlohmann::json> call(const std::string& method, const std::string& path, const std::string& body,
@@ -79,21 +75,12 @@ private:
     void store_snapshot(std::int64_t sent_at, const nlohmann::json& answer,
                         const std::vector<std::string>& ids);
     Result<std::optional<SlurmJob>> accounting_job(const std::string& slurm_id);
-    // The job in slurmctld whose comment carries `token` ("tandem-<token>"); nullopt when none.
-    Result<std::optional<std::string>> find_by_token(const std::string& token);
-    void remember_output(std::int64_t job_id, const SubmitPlan& plan, const std::string& slurm_id) const;
 
-    std::string inventory_source() const;
-    std::string m_cluster;
-    SlurmSettings m_settings;
     std::string m_cache_file;
-    std::string m_inventory_file;
     std::string m_jobs_snapshot_file;
-    std::string m_jobs_dir;
     std::unique_ptr<net::HttpClient> m_http;
     std::optional<ApiChoice> m_api;
-    std::optional<ClusterInventory> m_inventory; // from this invocation, for submit's partition facts
-    std::unique_ptr<net::RemoteHost> m_files;    // ssh: workdir upload and logs; may be null
+    std::unique_ptr<net::RemoteHost> m_files; // ssh: workdir upload, logs and exec; may be null
 };
 
 } // namespace tandem::slurm

@@ -13,8 +13,7 @@
 
 #include "backends/slurm/jobs_skim.hpp"
 #include "backends/slurm/jobs_snapshot.hpp"
-#include "backends/slurm/rest_v0038.hpp"
-#include "backends/slurm/rest_v0040.hpp"
+#include "backends/slurm/rest_api.hpp"
 #include "backends/slurm/slurm_rest_backend.hpp"
 #include "sys/clock.hpp"
 
@@ -48,7 +47,7 @@ Result<std::optional<nlohmann::json>> SlurmRestBackend::jobs_answer(std::optiona
 }
 
 Result<std::vector<SlurmJob>> SlurmRestBackend::parse_job_list(const nlohmann::json& answer) const {
-    return m_api->version == ApiVersion::v0_0_38 ? v0038::parse_jobs(answer) : v0040::parse_jobs(answer);
+    return api::parse_jobs(answer, m_api->version);
 }
 
 Result<std::vector<SlurmJob>> SlurmRestBackend::list_jobs() {
@@ -70,8 +69,7 @@ Result<std::optional<SlurmJob>> SlurmRestBackend::accounting_job(const std::stri
         }
         return tl::unexpected(body.error());
     }
-    auto jobs =
-        m_api->version == ApiVersion::v0_0_38 ? v0038::parse_db_jobs(*body) : v0040::parse_db_jobs(*body);
+    auto jobs = api::parse_db_jobs(*body, m_api->version);
     if (!jobs) {
         return tl::unexpected(jobs.error());
     }

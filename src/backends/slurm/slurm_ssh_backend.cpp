@@ -40,16 +40,12 @@ bool is_job_id(const std::string& id) {
 
 SlurmSshBackend::SlurmSshBackend(std::string cluster, SlurmSettings settings, std::string state_dir,
                                  std::unique_ptr<net::RemoteHost> host)
-    : m_cluster(std::move(cluster)), m_settings(std::move(settings)),
-      m_inventory_file(state_dir + "/cache/slurm-inventory-" + m_cluster + ".json"),
-      m_jobs_dir(state_dir + "/jobs"), m_host(std::move(host)) {}
+    : SlurmBackend(std::move(cluster), std::move(settings), state_dir), m_host(std::move(host)) {}
 
 Result<net::ExecResult> SlurmSshBackend::run(const std::string& command, std::string_view input) {
     auto r = m_host->exec(command, input);
     if (!r) {
-        Error e = r.error();
-        e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
-        return tl::unexpected(std::move(e));
+        return in_cluster(r.error());
     }
     return r;
 }
@@ -91,72 +87,38 @@ Result<std::string> SlurmSshBackend::check() {
     }
     auto version = cli::parse_version(*out);
     if (!version) {
-        Error e = version.error();
-        e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
-        return tl::unexpected(e);
+        return in_cluster(version.error());
     }
     return fmt::format("Slurm {} over SSH ({})", *version, m_host->describe());
 }
 
-std::string SlurmSshBackend::inventory_source() const {
-    return "ssh://" + m_host->describe() +
-           (m_settings.default_partition.empty() ? "" : " default_partition=" + m_settings.default_partition);
+std::string SlurmSshBackend::endpoint() const {
+    return "ssh://" + m_host->describe();
 }
 
-Result<ClusterInventory> SlurmSshBackend::inventory(std::chrono::seconds max_age) {
-    if (max_age.count() > 0) {
-        if (auto cached = backends::read_inventory_cache(m_inventory_file, inventory_source(), m_cluster,
-                                                         BackendKind::slurm, max_age)) {
-            m_inventory = *cached;
-            return *cached;
-        }
-    }
+Result<std::pair<std::vector<SlurmPartition>, std::vector<SlurmNode>>> SlurmSshBackend::read_partitions() {
     auto out = run_ok("sinfo", cli::sinfo_command());
     if (!out) {
         return tl::unexpected(out.error());
     }
     auto view = cli::parse_sinfo(*out);
     if (!view) {
-        Error e = view.error();
-        e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
-        return tl::unexpected(e);
+        return in_cluster(view.error());
     }
-    if (auto st = apply_default_partition(m_cluster, m_settings.default_partition, view->partitions); !st) {
-        return tl::unexpected(st.error());
-    }
-    ClusterInventory inv = build_inventory(m_cluster, view->partitions, view->nodes);
-    m_inventory = inv;
-    backends::write_inventory_cache(m_inventory_file, inventory_source(), inv);
-    return inv;
+    return std::pair{std::move(view->partitions), std::move(view->nodes)};
 }
 
 Result<SlurmSshBackend::Prepared> SlurmSshBackend::prepare(const TaskSpec& spec, const Placement& placement,
                                                            std::int64_t job_id,
                                                            const std::string& working_directory,
                                                            const std::string& token) {
-    if (!m_inventory) {
-        if (auto inv = inventory(std::chrono::seconds(30)); !inv) {
-            return tl::unexpected(inv.error());
-        }
-    }
-    const Pool* pool = nullptr;
-    for (const auto& p : m_inventory->pools) {
-        pool = p.name == placement.pool ? &p : pool;
-    }
-    if (pool == nullptr) {
-        return fail(ErrorKind::remote,
-                    fmt::format("cluster {}: partition {} is gone", m_cluster, placement.pool));
-    }
-    auto plan = build_submit_plan(spec, placement, *pool, job_id, token);
+    auto plan = plan_on_partition(spec, placement, job_id, token, std::chrono::seconds(30));
     if (!plan) {
         return tl::unexpected(plan.error());
     }
-    auto h = home();
-    if (!h) {
-        return tl::unexpected(h.error());
+    if (!working_directory.empty()) {
+        plan->working_directory = working_directory;
     }
-    plan->working_directory = working_directory.empty() ? *h : working_directory;
-    plan->output_pattern = fmt::format("{}/{}-%j.out", *h, plan->submit_token); // tandem-<hex>-<id>
     auto script = render_sbatch_script(spec, *plan);
     if (!script) {
         return tl::unexpected(script.error());
@@ -252,36 +214,6 @@ Result<std::optional<std::string>> SlurmSshBackend::find_by_token(const std::str
     return std::nullopt;
 }
 
-Result<std::optional<std::string>> SlurmSshBackend::find_submitted(const JobRecord& job) {
-    if (job.submit_token.empty()) {
-        return std::nullopt;
-    }
-    const std::string token = "tandem-" + job.submit_token;
-    auto found = find_by_token(token);
-    if (found && *found) {
-        if (auto h = home()) {
-            remember_output(job.id, fmt::format("{}/{}-{}.out", *h, token, **found));
-        }
-    }
-    return found;
-}
-
-void SlurmSshBackend::remember_output(std::int64_t job_id, const std::string& path) const {
-    const std::string dir = fmt::format("{}/{}", m_jobs_dir, job_id);
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    std::ofstream(dir + "/slurm-output") << path << "\n";
-}
-
-std::string SlurmSshBackend::output_path(const JobRecord& job) {
-    std::ifstream in(fmt::format("{}/{}/slurm-output", m_jobs_dir, job.id));
-    std::string path;
-    if (std::getline(in, path) && !path.empty()) {
-        return path;
-    }
-    return fmt::format("{}/tandem-{}.out", m_settings.home, job.remote_id);
-}
-
 Result<std::string> SlurmSshBackend::submit(const TaskSpec& spec, const Placement& placement,
                                             std::int64_t job_id, const std::string& token) {
     // The token names the uploaded workdir too, so it is known to prepare() before the upload.
@@ -325,7 +257,7 @@ Result<std::string> SlurmSshBackend::submit(const TaskSpec& spec, const Placemen
             continue;
         }
         if (auto existing = find_by_token(plan.submit_token); existing && *existing) {
-            remember_output(job_id, fmt::format("{}/{}-{}.out", *h, plan.submit_token, **existing));
+            remember_output(job_id, plan.output_pattern, **existing);
             return **existing;
         }
         answer = run(command, input);
@@ -342,11 +274,9 @@ Result<std::string> SlurmSshBackend::submit(const TaskSpec& spec, const Placemen
     }
     auto id = cli::parse_sbatch_parsable(answer->out);
     if (!id) {
-        Error e = id.error();
-        e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
-        return tl::unexpected(e);
+        return in_cluster(id.error());
     }
-    remember_output(job_id, fmt::format("{}/{}-{}.out", *h, plan.submit_token, *id));
+    remember_output(job_id, plan.output_pattern, *id);
     return *id;
 }
 
@@ -365,9 +295,7 @@ Result<std::vector<SlurmJob>> SlurmSshBackend::squeue(const std::vector<std::str
     }
     auto jobs = cli::parse_squeue(r->out);
     if (!jobs) {
-        Error e = jobs.error();
-        e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
-        return tl::unexpected(e);
+        return in_cluster(jobs.error());
     }
     return jobs;
 }
@@ -387,9 +315,7 @@ Result<std::vector<SlurmJob>> SlurmSshBackend::sacct(const std::vector<std::stri
     }
     auto jobs = cli::parse_sacct(r->out);
     if (!jobs) {
-        Error e = jobs.error();
-        e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
-        return tl::unexpected(e);
+        return in_cluster(jobs.error());
     }
     return jobs;
 }
@@ -445,18 +371,6 @@ Result<std::vector<JobUpdate>> SlurmSshBackend::refresh(const std::vector<JobRec
     return out;
 }
 
-Result<std::optional<std::vector<std::string>>> SlurmSshBackend::hosts(const JobRecord& job) {
-    auto listed = squeue({job.remote_id});
-    if (!listed) {
-        return tl::unexpected(listed.error());
-    }
-    return running_hosts(*listed, job.remote_id, m_cluster);
-}
-
-Result<int> SlurmSshBackend::exec(const JobRecord& job, const ExecRequest& request, ExecIo& io) {
-    return exec_beside_job(*m_host, job, hosts(job), request, io, m_cluster);
-}
-
 Status SlurmSshBackend::publish(const JobRecord& job, const std::string& channel, const std::string& book) {
     (void)job;
     auto dir = home();
@@ -473,13 +387,6 @@ Status SlurmSshBackend::unpublish(const JobRecord& job, const std::string& chann
         return tl::unexpected(dir.error());
     }
     return unpublish_book(*m_host, *dir, channel, m_cluster);
-}
-
-Capabilities SlurmSshBackend::capabilities() {
-    Capabilities c;
-    c.exec = this;
-    c.group_addresses = this;
-    return c;
 }
 
 Status SlurmSshBackend::cancel(const JobRecord& job) {

@@ -13,42 +13,42 @@
 #include <string>
 #include <vector>
 
-#include "backends/slurm/slurm_config.hpp"
-#include "backends/slurm/slurm_model.hpp"
-#include "core/backend.hpp"
+#include "backends/slurm/slurm_backend.hpp"
 #include "net/remote_host.hpp"
 
 namespace tandem::slurm {
 
-class SlurmSshBackend final : public Backend, public Exec, public GroupAddresses {
+class SlurmSshBackend final : public SlurmBackend {
 public:
     SlurmSshBackend(std::string cluster, SlurmSettings settings, std::string state_dir,
                     std::unique_ptr<net::RemoteHost> host);
 
-    const std::string& cluster() const override { return m_cluster; }
-    BackendKind kind() const override { return BackendKind::slurm; }
     Result<std::string> check() override;
-    Result<ClusterInventory> inventory(std::chrono::seconds max_age = std::chrono::seconds(0)) override;
     Result<std::string> render(const TaskSpec& spec, const Placement& placement,
                                std::int64_t job_id) override;
     Result<std::string> submit(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
                                const std::string& token) override;
-    Result<std::optional<std::string>> find_submitted(const JobRecord& job) override;
     Result<std::vector<JobUpdate>> refresh(const std::vector<JobRecord>& jobs) override;
     Status cancel(const JobRecord& job) override;
     Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
-    Capabilities capabilities() override;
-    Result<std::optional<std::vector<std::string>>> hosts(const JobRecord& job) override;
-    Result<int> exec(const JobRecord& job, const ExecRequest& request, ExecIo& io) override;
     Status publish(const JobRecord& job, const std::string& channel, const std::string& book) override;
     Status unpublish(const JobRecord& job, const std::string& channel) override;
 
 private:
+    std::string endpoint() const override;
+    bool takes_sbatch_options() const override { return true; }
+    Result<std::pair<std::vector<SlurmPartition>, std::vector<SlurmNode>>> read_partitions() override;
+    Result<std::vector<SlurmJob>> listed_jobs(const std::string& slurm_id) override { return squeue({slurm_id}); }
+    // In squeue, else (it ended and left slurmctld) by its output file.
+    Result<std::optional<std::string>> find_by_token(const std::string& token) override;
+    net::RemoteHost* login_host() override { return m_host.get(); }
+    // No user in the config (a ~/.ssh/config alias): asked of the login node once per invocation.
+    Result<std::string> home() override;
+
     // Runs a command; a transport failure names the cluster.
     Result<net::ExecResult> run(const std::string& command, std::string_view input = {});
     // A command that must exit 0: otherwise a `remote` error quoting what it printed on stderr.
     Result<std::string> run_ok(const char* what, const std::string& command);
-    Result<std::string> home();
     struct Prepared {
         SubmitPlan plan;
         std::string script;
@@ -57,19 +57,8 @@ private:
                              const std::string& working_directory, const std::string& token = {});
     Result<std::vector<SlurmJob>> squeue(const std::vector<std::string>& ids);
     Result<std::vector<SlurmJob>> sacct(const std::vector<std::string>& ids);
-    // The job whose comment carries `token` ("tandem-<token>"): in squeue, else (it ended and left
-    // slurmctld) by its output file; nullopt when none.
-    Result<std::optional<std::string>> find_by_token(const std::string& token);
-    std::string output_path(const JobRecord& job);
-    void remember_output(std::int64_t job_id, const std::string& path) const;
 
-    std::string inventory_source() const;
-    std::string m_cluster;
-    SlurmSettings m_settings;
-    std::string m_inventory_file;
-    std::string m_jobs_dir;
     std::unique_ptr<net::RemoteHost> m_host;
-    std::optional<ClusterInventory> m_inventory;
     bool m_no_accounting = false; // sacct said "accounting storage is disabled"
 };
 

@@ -33,6 +33,19 @@ bool match_class(std::string_view p, char c, std::size_t& len, bool& ok) {
     return hit != negate;
 }
 
+// What follows a `*`: `p` matches `s` from some point on within the current path segment.
+bool star_match(std::string_view p, std::string_view s) {
+    for (std::size_t i = 0; i <= s.size(); ++i) {
+        if (glob_match(p, s.substr(i))) {
+            return true;
+        }
+        if (i < s.size() && s[i] == '/') {
+            return false;
+        }
+    }
+    return false;
+}
+
 } // namespace
 
 bool glob_match(std::string_view p, std::string_view s) {
@@ -54,29 +67,12 @@ bool glob_match(std::string_view p, std::string_view s) {
                     }
                 }
             }
-            // "**" glued to other text acts as "*".
-            for (std::size_t i = 0; i <= s.size(); ++i) {
-                if (glob_match(p, s.substr(i))) {
-                    return true;
-                }
-                if (i < s.size() && s[i] == '/') {
-                    return false;
-                }
-            }
-            return false;
+            return star_match(p, s); // "**" glued to other text acts as "*"
         }
         const char c = p.front();
         if (c == '*') {
             p.remove_prefix(1);
-            for (std::size_t i = 0; i <= s.size(); ++i) {
-                if (glob_match(p, s.substr(i))) {
-                    return true;
-                }
-                if (i < s.size() && s[i] == '/') {
-                    return false;
-                }
-            }
-            return false;
+            return star_match(p, s);
         }
         if (s.empty()) {
             return false;

@@ -9,8 +9,7 @@
 
 #include "backends/slurm/jobs_skim.hpp"
 #include "backends/slurm/rest_json.hpp"
-#include "backends/slurm/rest_v0038.hpp"
-#include "backends/slurm/rest_v0040.hpp"
+#include "backends/slurm/rest_api.hpp"
 
 using namespace tandem;
 using namespace tandem::slurm;
@@ -60,8 +59,8 @@ TEST_CASE("skimmed v0.0.38 answers recorded from the testbed read as the full pa
         const auto text = fixture_text("v0.0.38", file);
         auto skimmed = rest::skim_jobs(text, rest::is_job_field);
         REQUIRE(skimmed);
-        auto fast = v0038::parse_jobs(*skimmed);
-        auto full = v0038::parse_jobs(json::parse(text));
+        auto fast = api::parse_jobs(*skimmed, ApiVersion::v0_0_38);
+        auto full = api::parse_jobs(json::parse(text), ApiVersion::v0_0_38);
         REQUIRE(fast);
         REQUIRE(full);
         check_same_jobs(*fast, *full);
@@ -83,7 +82,7 @@ TEST_CASE("the recorded cancelled job keeps its escaped output path, token and s
     REQUIRE(text.find("\\/home\\/slurmtest") != std::string::npos); // slurmrestd escapes every '/'
     auto skimmed = rest::skim_jobs(text, rest::is_job_field);
     REQUIRE(skimmed);
-    auto jobs = v0038::parse_jobs(*skimmed);
+    auto jobs = api::parse_jobs(*skimmed, ApiVersion::v0_0_38);
     REQUIRE(jobs);
     REQUIRE(jobs->size() == 1);
     const auto& job = jobs->front();
@@ -103,8 +102,8 @@ TEST_CASE("skimmed 24.11 answers (number structs, state arrays) read as the full
         REQUIRE(text.find("\\/home\\/slurmtest") != std::string::npos); // 24.11 escapes every '/' too
         auto skimmed = rest::skim_jobs(text, rest::is_job_field);
         REQUIRE(skimmed);
-        auto fast = v0040::parse_jobs(*skimmed);
-        auto full = v0040::parse_jobs(json::parse(text));
+        auto fast = api::parse_jobs(*skimmed, ApiVersion::v0_0_40);
+        auto full = api::parse_jobs(json::parse(text), ApiVersion::v0_0_40);
         REQUIRE(fast);
         REQUIRE(full);
         REQUIRE(full->size() == 8);

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "backends/slurm/rest_v0038.hpp"
+#include "backends/slurm/rest_api.hpp"
 #include "slurm_fixtures.hpp"
 #include "slurm_plans.hpp"
 
@@ -10,7 +10,7 @@ using nlohmann::json;
 
 namespace {
 SlurmJob only_job(const char* file) {
-    auto jobs = v0038::parse_jobs(slurm_fixture("v0.0.38", file));
+    auto jobs = api::parse_jobs(slurm_fixture("v0.0.38", file), ApiVersion::v0_0_38);
     REQUIRE(jobs);
     REQUIRE(jobs->size() == 1);
     return jobs->front();
@@ -18,7 +18,7 @@ SlurmJob only_job(const char* file) {
 } // namespace
 
 TEST_CASE("v0.0.38 payload: top-level script, environment object, gres as the transcript's GPU job") {
-    const auto body = v0038::submit_payload("#!/bin/bash\ntrue\n", full_plan());
+    const auto body = api::submit_payload("#!/bin/bash\ntrue\n", full_plan(), ApiVersion::v0_0_38);
     CHECK(body["script"] == "#!/bin/bash\ntrue\n");
     const auto& job = body["job"];
     CHECK(job["name"] == "train");
@@ -49,7 +49,7 @@ TEST_CASE("v0.0.38 payload: top-level script, environment object, gres as the tr
 }
 
 TEST_CASE("v0.0.38 payload of a minimal plan: no empty options, environment never empty") {
-    const auto job = v0038::submit_payload("x", minimal_plan())["job"];
+    const auto job = api::submit_payload("x", minimal_plan(), ApiVersion::v0_0_38)["job"];
     CHECK_FALSE(job.contains("partition"));
     CHECK_FALSE(job.contains("gres"));
     CHECK_FALSE(job.contains("account"));
@@ -58,29 +58,29 @@ TEST_CASE("v0.0.38 payload of a minimal plan: no empty options, environment neve
     CHECK(job["environment"] == json{{"TANDEM_JOB_ID", "7"}});
     auto untyped = minimal_plan();
     untyped.gpus_per_node = 2;
-    CHECK(v0038::submit_payload("x", untyped)["job"]["gres"] == "gpu:2");
+    CHECK(api::submit_payload("x", untyped, ApiVersion::v0_0_38)["job"]["gres"] == "gpu:2");
     auto no_time = minimal_plan();
     no_time.time_limit_minutes.reset(); // the partition's own limit applies, as for a plain sbatch
-    CHECK_FALSE(v0038::submit_payload("x", no_time)["job"].contains("time_limit"));
-    CHECK(v0038::submit_payload("x", minimal_plan())["job"]["time_limit"] == 10);
+    CHECK_FALSE(api::submit_payload("x", no_time, ApiVersion::v0_0_38)["job"].contains("time_limit"));
+    CHECK(api::submit_payload("x", minimal_plan(), ApiVersion::v0_0_38)["job"]["time_limit"] == 10);
 }
 
 TEST_CASE("v0.0.38 submit responses: the job id, or Slurm's error text") {
-    auto id = v0038::parse_submit_response(slurm_fixture("v0.0.38", "submit_response.json"));
+    auto id = api::parse_submit_response(slurm_fixture("v0.0.38", "submit_response.json"), ApiVersion::v0_0_38);
     REQUIRE(id);
     CHECK(*id == "1");
 
-    auto bad = v0038::parse_submit_response(slurm_fixture("v0.0.38", "error_bad_partition.json"));
+    auto bad = api::parse_submit_response(slurm_fixture("v0.0.38", "error_bad_partition.json"), ApiVersion::v0_0_38);
     REQUIRE_FALSE(bad);
     CHECK(bad.error().kind == ErrorKind::remote);
     CHECK(bad.error().message == "slurm: Invalid partition name specified (error 2000)");
 
-    auto no_env = v0038::parse_submit_response(slurm_fixture("v0.0.38", "error_no_environment.json"));
+    auto no_env = api::parse_submit_response(slurm_fixture("v0.0.38", "error_no_environment.json"), ApiVersion::v0_0_38);
     REQUIRE_FALSE(no_env);
     CHECK(no_env.error().message ==
           "slurm: environment must be set (error 2127); Failure during parsing (error 9001)");
 
-    CHECK_FALSE(v0038::parse_submit_response(json::object()));
+    CHECK_FALSE(api::parse_submit_response(json::object(), ApiVersion::v0_0_38));
 }
 
 TEST_CASE("v0.0.38 jobs (recorded): states, raw wait status, times") {
@@ -132,7 +132,7 @@ TEST_CASE("v0.0.38 jobs (recorded): states, raw wait status, times") {
 }
 
 TEST_CASE("v0.0.38 job list (recorded)") {
-    auto jobs = v0038::parse_jobs(slurm_fixture("v0.0.38", "jobs.json"));
+    auto jobs = api::parse_jobs(slurm_fixture("v0.0.38", "jobs.json"), ApiVersion::v0_0_38);
     REQUIRE(jobs);
     REQUIRE(jobs->size() == 6);
     CHECK((*jobs)[1].exit_code == 3);
@@ -143,22 +143,22 @@ TEST_CASE("v0.0.38 job list (recorded)") {
 }
 
 TEST_CASE("v0.0.38 error bodies: unknown job is not_found, a bad token is remote") {
-    auto unknown = v0038::parse_jobs(slurm_fixture("v0.0.38", "error_unknown_job.json"));
+    auto unknown = api::parse_jobs(slurm_fixture("v0.0.38", "error_unknown_job.json"), ApiVersion::v0_0_38);
     REQUIRE_FALSE(unknown);
     CHECK(unknown.error().kind == ErrorKind::not_found);
     CHECK(unknown.error().message ==
           "slurm: Invalid job id specified: Unable to find JobId=999999 (error 2017)");
 
-    auto token = v0038::parse_jobs(slurm_fixture("v0.0.38", "error_bad_token.json"));
+    auto token = api::parse_jobs(slurm_fixture("v0.0.38", "error_bad_token.json"), ApiVersion::v0_0_38);
     REQUIRE_FALSE(token);
     CHECK(token.error().kind == ErrorKind::remote);
     CHECK(token.error().message == "slurm: Unspecified error: Failed while looking for jobs (error -1)");
 
-    CHECK_FALSE(v0038::parse_jobs(json::object()));
+    CHECK_FALSE(api::parse_jobs(json::object(), ApiVersion::v0_0_38));
     // Odd shapes read as "absent", never as an exception.
-    auto odd = v0038::parse_jobs(
+    auto odd = api::parse_jobs(
         json{{"jobs",
-              json::array({json{{"job_id", "x"}, {"exit_code", json::array({1, 2})}, {"job_state", 5}}})}});
+              json::array({json{{"job_id", "x"}, {"exit_code", json::array({1, 2})}, {"job_state", 5}}})}}, ApiVersion::v0_0_38);
     REQUIRE(odd);
     CHECK(odd->front().job_id.empty());
     CHECK(odd->front().state.empty());
@@ -167,7 +167,7 @@ TEST_CASE("v0.0.38 error bodies: unknown job is not_found, a bad token is remote
 }
 
 TEST_CASE("v0.0.38 accounting (recorded): the state is right, the exit code is not trusted") {
-    auto jobs = v0038::parse_db_jobs(slurm_fixture("v0.0.38", "db_job_2.json"));
+    auto jobs = api::parse_db_jobs(slurm_fixture("v0.0.38", "db_job_2.json"), ApiVersion::v0_0_38);
     REQUIRE(jobs);
     REQUIRE(jobs->size() == 1);
     const auto& j = jobs->front();
@@ -186,7 +186,7 @@ TEST_CASE("v0.0.38 accounting (recorded): the state is right, the exit code is n
            {"exit_code", {{"status", "SIGNALED"}, {"signal", {{"signal_id", 9}, {"name", "Killed"}}}}},
            {"nodes", "None assigned"},
            {"comment", {{"job", "tok"}}}}}}};
-    auto s = v0038::parse_db_jobs(signaled);
+    auto s = api::parse_db_jobs(signaled, ApiVersion::v0_0_38);
     REQUIRE(s);
     CHECK(s->front().signal == 9);
     CHECK(s->front().nodes.empty());
@@ -194,7 +194,7 @@ TEST_CASE("v0.0.38 accounting (recorded): the state is right, the exit code is n
 }
 
 TEST_CASE("v0.0.38 partitions (recorded, and built with every field)") {
-    auto recorded = v0038::parse_partitions(slurm_fixture("v0.0.38", "partitions.json"));
+    auto recorded = api::parse_partitions(slurm_fixture("v0.0.38", "partitions.json"), ApiVersion::v0_0_38);
     REQUIRE(recorded);
     REQUIRE(recorded->size() == 2);
     CHECK((*recorded)[0].name == "cpu");
@@ -202,7 +202,7 @@ TEST_CASE("v0.0.38 partitions (recorded, and built with every field)") {
     CHECK((*recorded)[1].nodes == std::vector<std::string>{"gpu1", "gpu2"});
     CHECK_FALSE((*recorded)[1].max_time_minutes);
 
-    auto built = v0038::parse_partitions(slurm_fixture("v0.0.38", "partitions_built.json"));
+    auto built = api::parse_partitions(slurm_fixture("v0.0.38", "partitions_built.json"), ApiVersion::v0_0_38);
     REQUIRE(built);
     CHECK((*built)[0].is_default);
     CHECK_FALSE((*built)[0].max_time_minutes); // -1: INFINITE
@@ -212,13 +212,13 @@ TEST_CASE("v0.0.38 partitions (recorded, and built with every field)") {
     CHECK((*built)[1].nodes == std::vector<std::string>{"gpu01", "gpu02", "gpu7"});
     CHECK((*built)[1].state == "DRAIN");
 
-    auto broken = v0038::parse_partitions(json{{"partitions", {{{"name", "x"}, {"nodes", "n[1-"}}}}});
+    auto broken = api::parse_partitions(json{{"partitions", {{{"name", "x"}, {"nodes", "n[1-"}}}}}, ApiVersion::v0_0_38);
     REQUIRE_FALSE(broken);
     CHECK(broken.error().kind == ErrorKind::remote);
 }
 
 TEST_CASE("v0.0.38 nodes (recorded, and built): lower-case states, drain from state_flags") {
-    auto recorded = v0038::parse_nodes(slurm_fixture("v0.0.38", "nodes.json"));
+    auto recorded = api::parse_nodes(slurm_fixture("v0.0.38", "nodes.json"), ApiVersion::v0_0_38);
     REQUIRE(recorded);
     REQUIRE(recorded->size() == 4);
     CHECK((*recorded)[2].name == "gpu1");
@@ -227,7 +227,7 @@ TEST_CASE("v0.0.38 nodes (recorded, and built): lower-case states, drain from st
     CHECK((*recorded)[2].gres == "gpu:h100:8");
     CHECK((*recorded)[2].partitions == std::vector<std::string>{"gpu"});
 
-    auto built = v0038::parse_nodes(slurm_fixture("v0.0.38", "nodes_built.json"));
+    auto built = api::parse_nodes(slurm_fixture("v0.0.38", "nodes_built.json"), ApiVersion::v0_0_38);
     REQUIRE(built);
     CHECK((*built)[0].state == "mixed");
     CHECK((*built)[0].alloc_cpus == 2);

@@ -5,7 +5,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "backends/slurm/rest_v0040.hpp"
+#include "backends/slurm/rest_api.hpp"
 #include "backends/slurm/slurm_inventory.hpp"
 #include "slurm_fixtures.hpp"
 #include "slurm_plans.hpp"
@@ -25,7 +25,7 @@ constexpr std::int64_t k_timed_out = 1796404484; // 64 hit its 1-minute limit
 constexpr std::int64_t k_quick = 1796404487;     // 70 and 71 started and ended, 66 was cancelled
 
 std::vector<SlurmJob> jobs_of(const char* version, const char* file) {
-    auto jobs = v0040::parse_jobs(slurm_fixture(version, file));
+    auto jobs = api::parse_jobs(slurm_fixture(version, file), ApiVersion::v0_0_40);
     REQUIRE(jobs);
     return *jobs;
 }
@@ -42,7 +42,7 @@ const SlurmJob& by_id(const std::vector<SlurmJob>& jobs, const std::string& id) 
 } // namespace
 
 TEST_CASE("v0.0.40 payload: environment array, tres_per_node, no_val numbers, script at the top") {
-    const auto body = v0040::submit_payload("#!/bin/bash\n", full_plan(), ApiVersion::v0_0_40);
+    const auto body = api::submit_payload("#!/bin/bash\n", full_plan(), ApiVersion::v0_0_40);
     CHECK(body["script"] == "#!/bin/bash\n");
     const auto& job = body["job"];
     CHECK_FALSE(job.contains("script"));
@@ -71,7 +71,7 @@ TEST_CASE("v0.0.40 payload: environment array, tres_per_node, no_val numbers, sc
 TEST_CASE("v0.0.41 and v0.0.42 payloads: the script moves into the job") {
     for (const auto version : {ApiVersion::v0_0_41, ApiVersion::v0_0_42}) {
         INFO(to_string(version));
-        const auto body = v0040::submit_payload("#!/bin/bash\n", full_plan(), version);
+        const auto body = api::submit_payload("#!/bin/bash\n", full_plan(), version);
         CHECK_FALSE(body.contains("script")); // deprecated in v0.0.41 and v0.0.42
         CHECK(body.size() == 1);
         CHECK(body["job"]["script"] == "#!/bin/bash\n");
@@ -80,39 +80,39 @@ TEST_CASE("v0.0.41 and v0.0.42 payloads: the script moves into the job") {
         CHECK(body["job"]["time_limit"] == k_set_1685);
     }
     // v0.0.42 sends what v0.0.41 sends: the 24.11 schema kept every field tandem fills.
-    CHECK(v0040::submit_payload("x", full_plan(), ApiVersion::v0_0_42) ==
-          v0040::submit_payload("x", full_plan(), ApiVersion::v0_0_41));
+    CHECK(api::submit_payload("x", full_plan(), ApiVersion::v0_0_42) ==
+          api::submit_payload("x", full_plan(), ApiVersion::v0_0_41));
 }
 
 TEST_CASE("v0.0.40 payload of a minimal plan") {
-    const auto job = v0040::submit_payload("x", minimal_plan(), ApiVersion::v0_0_40)["job"];
+    const auto job = api::submit_payload("x", minimal_plan(), ApiVersion::v0_0_40)["job"];
     CHECK(job["environment"] == json::array({"TANDEM_JOB_ID=7"}));
     CHECK_FALSE(job.contains("tres_per_node"));
     CHECK_FALSE(job.contains("memory_per_node"));
     CHECK_FALSE(job.contains("partition"));
     auto untyped = minimal_plan();
     untyped.gpus_per_node = 4;
-    CHECK(v0040::submit_payload("x", untyped, ApiVersion::v0_0_41)["job"]["tres_per_node"] == "gres/gpu:4");
+    CHECK(api::submit_payload("x", untyped, ApiVersion::v0_0_41)["job"]["tres_per_node"] == "gres/gpu:4");
     auto no_time = minimal_plan();
     no_time.time_limit_minutes.reset(); // the partition's own limit applies, as for a plain sbatch
-    CHECK_FALSE(v0040::submit_payload("x", no_time, ApiVersion::v0_0_40)["job"].contains("time_limit"));
-    CHECK_FALSE(v0040::submit_payload("x", no_time, ApiVersion::v0_0_42)["job"].contains("time_limit"));
+    CHECK_FALSE(api::submit_payload("x", no_time, ApiVersion::v0_0_40)["job"].contains("time_limit"));
+    CHECK_FALSE(api::submit_payload("x", no_time, ApiVersion::v0_0_42)["job"].contains("time_limit"));
 }
 
 TEST_CASE("submit responses recorded from 24.11: job_id at the top, v0.0.40/41 also in result") {
     // v0.0.40 and v0.0.41 answer {"result": {"job_id": N, ...}, "job_id": N}; v0.0.42 has no result.
     const auto v40 = slurm_fixture("v0.0.40", "submit_response.json");
     CHECK(v40["result"]["job_id"] == 70);
-    CHECK(v0040::parse_submit_response(v40) == "70");
-    CHECK(v0040::parse_submit_response(slurm_fixture("v0.0.41", "submit_response.json")) == "71");
+    CHECK(api::parse_submit_response(v40, ApiVersion::v0_0_40) == "70");
+    CHECK(api::parse_submit_response(slurm_fixture("v0.0.41", "submit_response.json"), ApiVersion::v0_0_40) == "71");
     const auto v42 = slurm_fixture("v0.0.42", "submit_response.json");
     CHECK_FALSE(v42.contains("result"));
-    CHECK(v0040::parse_submit_response(v42) == "65");
-    CHECK(v0040::parse_submit_response(json{{"result", {{"job_id", 44}}}}) == "44");
+    CHECK(api::parse_submit_response(v42, ApiVersion::v0_0_40) == "65");
+    CHECK(api::parse_submit_response(json{{"result", {{"job_id", 44}}}}, ApiVersion::v0_0_40) == "44");
 
     for (const char* v : k_recorded) { // partition "nosuch": HTTP 500
         INFO(v);
-        auto bad = v0040::parse_submit_response(slurm_fixture(v, "error_submit.json"));
+        auto bad = api::parse_submit_response(slurm_fixture(v, "error_submit.json"), ApiVersion::v0_0_40);
         REQUIRE_FALSE(bad);
         CHECK(bad.error().kind == ErrorKind::remote);
         CHECK(bad.error().message ==
@@ -247,14 +247,14 @@ TEST_CASE("state arrays with flags and signalled exits (hand-made: the testbed m
                        {"return_code", {{"set", true}, {"infinite", false}, {"number", 3}}},
                        {"signal", {{"id", {{"set", false}, {"infinite", false}, {"number", 0}}}, {"name", ""}}}};
     const json pending = {{"status", {"PENDING"}}, {"return_code", {{"set", false}}}};
-    auto jobs = v0040::parse_jobs(json{
+    auto jobs = api::parse_jobs(json{
         {"jobs", json::array({json{{"job_id", 1}, {"job_state", {"RUNNING", "CONFIGURING"}}},
                               json{{"job_id", 2}, {"job_state", {"RUNNING", "COMPLETING"}}, {"exit_code", err3}},
                               json{{"job_id", 3}, {"job_state", {"OUT_OF_MEMORY"}}, {"exit_code", sig9}},
                               json{{"job_id", 4},
                                    {"job_state", {"PENDING", "REQUEUED"}},
                                    {"state_reason", "BeginTime"},
-                                   {"exit_code", pending}}})}});
+                                   {"exit_code", pending}}})}}, ApiVersion::v0_0_40);
     REQUIRE(jobs);
     REQUIRE(jobs->size() == 4);
     CHECK((*jobs)[0].state_flags == std::vector<std::string>{"CONFIGURING"});
@@ -273,16 +273,16 @@ TEST_CASE("state arrays with flags and signalled exits (hand-made: the testbed m
 TEST_CASE("24.11 errors and odd shapes") {
     for (const char* v : k_recorded) { // GET /job/999999: HTTP 404, error 2017
         INFO(v);
-        auto unknown = v0040::parse_jobs(slurm_fixture(v, "error_unknown_job.json"));
+        auto unknown = api::parse_jobs(slurm_fixture(v, "error_unknown_job.json"), ApiVersion::v0_0_40);
         REQUIRE_FALSE(unknown);
         CHECK(unknown.error().kind == ErrorKind::not_found);
     }
     // A plain-number exit_code is read as a raw wait status; a plain-number time as itself.
-    auto odd = v0040::parse_jobs(json{{"jobs", json::array({json{{"job_id", 5},
+    auto odd = api::parse_jobs(json{{"jobs", json::array({json{{"job_id", 5},
                                                                  {"job_state", "FAILED"},
                                                                  {"exit_code", 512},
                                                                  {"start_time", 100},
-                                                                 {"end_time", {{"set", false}}}}})}});
+                                                                 {"end_time", {{"set", false}}}}})}}, ApiVersion::v0_0_40);
     REQUIRE(odd);
     CHECK(odd->front().state == "FAILED");
     CHECK(odd->front().exit_code == 2);
@@ -293,7 +293,7 @@ TEST_CASE("24.11 errors and odd shapes") {
 TEST_CASE("v0.0.40/41 accounting (hand-made): state.current array, decoded exit code, real comment") {
     for (const char* v : {"v0.0.40", "v0.0.41"}) {
         INFO(v);
-        auto jobs = v0040::parse_db_jobs(slurm_fixture(v, "db_jobs.json"));
+        auto jobs = api::parse_db_jobs(slurm_fixture(v, "db_jobs.json"), ApiVersion::v0_0_40);
         REQUIRE(jobs);
         REQUIRE(jobs->size() == 3);
         const auto& exit3 = (*jobs)[0];
@@ -317,7 +317,7 @@ TEST_CASE("v0.0.40/41 accounting (hand-made): state.current array, decoded exit 
 TEST_CASE("24.11 partitions: configured hostlist, time limit struct, state array") {
     for (const char* v : k_recorded) {
         INFO(v);
-        auto parts = v0040::parse_partitions(slurm_fixture(v, "partitions.json"));
+        auto parts = api::parse_partitions(slurm_fixture(v, "partitions.json"), ApiVersion::v0_0_40);
         REQUIRE(parts);
         REQUIRE(parts->size() == 3);
         const auto& cpu = (*parts)[0];
@@ -341,7 +341,7 @@ TEST_CASE("24.11 partitions: configured hostlist, time limit struct, state array
             CHECK_FALSE(p.is_default);
         }
     }
-    auto flagged = v0040::parse_partitions(json{{"partitions", {{{"name", "p"}, {"flags", {"DEFAULT"}}}}}});
+    auto flagged = api::parse_partitions(json{{"partitions", {{{"name", "p"}, {"flags", {"DEFAULT"}}}}}}, ApiVersion::v0_0_40);
     REQUIRE(flagged);
     CHECK(flagged->front().is_default);
 }
@@ -349,7 +349,7 @@ TEST_CASE("24.11 partitions: configured hostlist, time limit struct, state array
 TEST_CASE("24.11 nodes: state arrays lower-cased, GPUs and their use") {
     for (const char* v : k_recorded) {
         INFO(v);
-        auto nodes = v0040::parse_nodes(slurm_fixture(v, "nodes.json"));
+        auto nodes = api::parse_nodes(slurm_fixture(v, "nodes.json"), ApiVersion::v0_0_40);
         REQUIRE(nodes);
         REQUIRE(nodes->size() == 4);
         const auto& cpu1 = (*nodes)[0];
@@ -375,7 +375,7 @@ TEST_CASE("24.11 nodes: state arrays lower-cased, GPUs and their use") {
         CHECK((*nodes)[3].state == "idle");
         CHECK((*nodes)[3].gres_used == "gpu:h100:0(IDX:N/A)");
 
-        auto parts = v0040::parse_partitions(slurm_fixture(v, "partitions.json"));
+        auto parts = api::parse_partitions(slurm_fixture(v, "partitions.json"), ApiVersion::v0_0_40);
         REQUIRE(parts);
         const auto inv = build_inventory("tandem24", *parts, *nodes);
         REQUIRE(inv.pools.size() == 3);
@@ -391,10 +391,10 @@ TEST_CASE("24.11 nodes: state arrays lower-cased, GPUs and their use") {
         CHECK_FALSE(inv.pools[2].max_time_minutes);
     }
     // Drained and down nodes (hand-made: the testbed keeps its nodes up).
-    auto odd = v0040::parse_nodes(json{{"nodes",
+    auto odd = api::parse_nodes(json{{"nodes",
                                         {{{"name", "a"}, {"state", {"IDLE", "DRAIN"}}},
                                          {{"name", "b"}, {"state", {"DOWN", "NOT_RESPONDING"}}},
-                                         {{"name", "c"}, {"state", {"MIXED", "DRAINING"}}}}}});
+                                         {{"name", "c"}, {"state", {"MIXED", "DRAINING"}}}}}}, ApiVersion::v0_0_40);
     REQUIRE(odd);
     CHECK((*odd)[0].state == "drain");
     CHECK((*odd)[1].state == "down");
@@ -406,34 +406,34 @@ TEST_CASE("v0.0.42 cancel answers: only an error other than 'gone' is a refusal"
     const auto unknown = slurm_fixture("v0.0.42", "cancel_unknown.json"); // job 999999
     REQUIRE(unknown["status"].size() == 1);
     CHECK(unknown["status"][0]["error"]["code"] == 2017);
-    CHECK_FALSE(v0040::cancel_refusal(unknown));
+    CHECK_FALSE(api::cancel_refusal(unknown));
     const auto finished = slurm_fixture("v0.0.42", "cancel_finished.json"); // job 64, already TIMEOUT
     CHECK(finished["status"][0]["error"]["code"] == 2021);
-    CHECK_FALSE(v0040::cancel_refusal(finished));
+    CHECK_FALSE(api::cancel_refusal(finished));
     const auto running = slurm_fixture("v0.0.42", "cancel_running.json"); // job 66
     CHECK(running["status"].empty());
-    CHECK_FALSE(v0040::cancel_refusal(running));
+    CHECK_FALSE(api::cancel_refusal(running));
     // v0.0.40 and v0.0.41 have no status[] (they answer {"errors": [], "warnings": []} even for an unknown job).
-    CHECK_FALSE(v0040::cancel_refusal(json{{"errors", json::array()}, {"warnings", json::array()}}));
+    CHECK_FALSE(api::cancel_refusal(json{{"errors", json::array()}, {"warnings", json::array()}}));
 
     // Any other code is a refusal, named in one line (hand-made: the testbed has one user, so no EPERM).
     auto denied = unknown;
     denied["status"][0]["error"] = {
         {"string", "Operation not permitted"}, {"code", 1}, {"message", "Operation not permitted"}};
     denied["status"][0]["step_id"] = "66";
-    const auto refusal = v0040::cancel_refusal(denied);
+    const auto refusal = api::cancel_refusal(denied);
     REQUIRE(refusal);
     CHECK(*refusal == "Operation not permitted (error 1)");
     CHECK(refusal->find('\n') == std::string::npos);
 
     auto two_lines = denied;
     two_lines["status"][0]["error"]["message"] = "Access denied\nby policy";
-    CHECK(v0040::cancel_refusal(two_lines) == "Access denied by policy (error 1)");
+    CHECK(api::cancel_refusal(two_lines) == "Access denied by policy (error 1)");
     auto no_message = denied;
     no_message["status"][0]["error"]["message"] = "";
-    CHECK(v0040::cancel_refusal(no_message) == "Operation not permitted (error 1)"); // falls back to "string"
+    CHECK(api::cancel_refusal(no_message) == "Operation not permitted (error 1)"); // falls back to "string"
     // A refusal after a "gone" entry still counts.
     auto mixed = unknown;
     mixed["status"].push_back(denied["status"][0]);
-    CHECK(v0040::cancel_refusal(mixed) == "Operation not permitted (error 1)");
+    CHECK(api::cancel_refusal(mixed) == "Operation not permitted (error 1)");
 }

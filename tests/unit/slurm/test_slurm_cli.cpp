@@ -6,7 +6,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "backends/slurm/rest_v0040.hpp"
+#include "backends/slurm/rest_api.hpp"
 #include "backends/slurm/slurm_cli.hpp"
 #include "backends/slurm/slurm_inventory.hpp"
 #include "slurm_fixtures.hpp"
@@ -146,7 +146,7 @@ TEST_CASE("24.11: squeue and slurmrestd, recorded moments apart, give the same u
     REQUIRE(cli_jobs);
     for (const char* version : {"v0.0.40", "v0.0.41", "v0.0.42"}) {
         INFO(version);
-        auto rest_jobs = v0040::parse_jobs(slurm_fixture(version, "jobs.json"));
+        auto rest_jobs = api::parse_jobs(slurm_fixture(version, "jobs.json"), ApiVersion::v0_0_40);
         REQUIRE(rest_jobs);
         REQUIRE(rest_jobs->size() == cli_jobs->size());
         for (const auto& r : *rest_jobs) {
@@ -318,8 +318,8 @@ TEST_CASE("sinfo on 24.11 (recorded): (null) gres, limits, the default partition
     // The same cluster through slurmrestd, moments apart: the same nodes and limits.
     for (const char* version : {"v0.0.40", "v0.0.41", "v0.0.42"}) {
         INFO(version);
-        auto nodes = v0040::parse_nodes(slurm_fixture(version, "nodes.json"));
-        auto parts = v0040::parse_partitions(slurm_fixture(version, "partitions.json"));
+        auto nodes = api::parse_nodes(slurm_fixture(version, "nodes.json"), ApiVersion::v0_0_40);
+        auto parts = api::parse_partitions(slurm_fixture(version, "partitions.json"), ApiVersion::v0_0_40);
         REQUIRE(nodes);
         REQUIRE(parts);
         REQUIRE(nodes->size() == view->nodes.size());

@@ -1,11 +1,11 @@
 #pragma once
-// JSON string text for the status List skimmer (job_state_skim.cpp): escapes and UTF-8, checked as
-// strictly as nlohmann's parser checks them, so a kept string can always be dumped again.
+// JSON string text for the skimmer (json_skim.hpp) and Kubernetes' protobuf reader: escapes and UTF-8,
+// checked as strictly as nlohmann's parser checks them, so a kept string can always be dumped again.
 
 #include <string>
 #include <string_view>
 
-namespace tandem::k8s::detail {
+namespace tandem::json_text {
 
 // True when `s` is well-formed UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF).
 bool valid_utf8(std::string_view s);
@@ -14,4 +14,4 @@ bool valid_utf8(std::string_view s);
 // ("bad escape in a string", "lone surrogate in a string"). `raw` must not end inside an escape.
 std::string_view unescape_json(std::string_view raw, std::string& out);
 
-} // namespace tandem::k8s::detail
+} // namespace tandem::json_text

@@ -1,11 +1,11 @@
-// JSON string text for the status List skimmer (see job_state_skim_text.hpp).
+// JSON string text for the skimmer and the protobuf reader (see json_text.hpp).
 
-#include "backends/k8s/job_state_skim_text.hpp"
+#include "core/json_text.hpp"
 
 #include <charconv>
 #include <cstdint>
 
-namespace tandem::k8s::detail {
+namespace tandem::json_text {
 
 namespace {
 
@@ -105,4 +105,4 @@ std::string_view unescape_json(std::string_view raw, std::string& out) {
     return {};
 }
 
-} // namespace tandem::k8s::detail
+} // namespace tandem::json_text

@@ -1,0 +1,147 @@
+// The Slurm job logic under both transports (see slurm_backend.hpp).
+
+#include "backends/slurm/slurm_backend.hpp"
+
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "backends/inventory_cache.hpp"
+#include "backends/slurm/group_channel.hpp"
+#include "backends/slurm/slurm_exec.hpp"
+#include "backends/slurm/slurm_inventory.hpp"
+#include "backends/slurm/submit_plan.hpp"
+
+namespace tandem::slurm {
+
+SlurmBackend::SlurmBackend(std::string cluster, SlurmSettings settings, const std::string& state_dir)
+    : m_cluster(std::move(cluster)), m_settings(std::move(settings)),
+      m_inventory_file(state_dir + "/cache/slurm-inventory-" + m_cluster + ".json"),
+      m_jobs_dir(state_dir + "/jobs") {}
+
+// The inventory cache's key: the server, and the default_partition setting that shaped the answer.
+std::string SlurmBackend::inventory_source() const {
+    return endpoint() +
+           (m_settings.default_partition.empty() ? "" : " default_partition=" + m_settings.default_partition);
+}
+
+Result<ClusterInventory> SlurmBackend::inventory(std::chrono::seconds max_age) {
+    if (max_age.count() > 0) {
+        if (auto cached = backends::read_inventory_cache(m_inventory_file, inventory_source(), m_cluster,
+                                                         BackendKind::slurm, max_age)) {
+            cached->sbatch_options = takes_sbatch_options();
+            m_inventory = *cached;
+            return *cached;
+        }
+    }
+    auto listed = read_partitions();
+    if (!listed) {
+        return tl::unexpected(listed.error());
+    }
+    auto& [partitions, nodes] = *listed;
+    if (auto st = apply_default_partition(m_cluster, m_settings.default_partition, partitions); !st) {
+        return tl::unexpected(st.error());
+    }
+    ClusterInventory inv = build_inventory(m_cluster, partitions, nodes);
+    inv.sbatch_options = takes_sbatch_options();
+    m_inventory = inv;
+    backends::write_inventory_cache(m_inventory_file, inventory_source(), inv);
+    return inv;
+}
+
+Result<SubmitPlan> SlurmBackend::plan_on_partition(const TaskSpec& spec, const Placement& placement,
+                                                   std::int64_t job_id, const std::string& token,
+                                                   std::chrono::seconds max_age) {
+    if (!m_inventory) {
+        if (auto inv = inventory(max_age); !inv) {
+            return tl::unexpected(inv.error());
+        }
+    }
+    const Pool* pool = find_pool(*m_inventory, placement.pool);
+    if (pool == nullptr) {
+        return fail(ErrorKind::remote, fmt::format("cluster {}: partition {} is gone", m_cluster, placement.pool));
+    }
+    auto plan = build_submit_plan(spec, placement, *pool, job_id, token);
+    if (!plan) {
+        return tl::unexpected(plan.error());
+    }
+    auto h = home();
+    if (!h) {
+        return tl::unexpected(h.error());
+    }
+    plan->working_directory = *h;
+    plan->output_pattern = output_pattern(*h, plan->submit_token);
+    return plan;
+}
+
+tl::unexpected<Error> SlurmBackend::in_cluster(Error e) const {
+    e.message = fmt::format("cluster {}: {}", m_cluster, e.message);
+    return tl::unexpected(std::move(e));
+}
+
+std::string SlurmBackend::output_pattern(const std::string& home, const std::string& token) {
+    return fmt::format("{}/{}-%j.out", home, token); // tandem-<hex>-<id>
+}
+
+void SlurmBackend::remember_output(std::int64_t job_id, const std::string& pattern,
+                                   const std::string& slurm_id) const {
+    std::string path = pattern;
+    if (auto at = path.find("%j"); at != std::string::npos) {
+        path.replace(at, 2, slurm_id);
+    }
+    const std::string dir = fmt::format("{}/{}", m_jobs_dir, job_id);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    std::ofstream(dir + "/slurm-output") << path << "\n";
+}
+
+std::string SlurmBackend::output_path(const JobRecord& job) const {
+    std::ifstream in(fmt::format("{}/{}/slurm-output", m_jobs_dir, job.id));
+    std::string path;
+    if (std::getline(in, path) && !path.empty()) {
+        return path;
+    }
+    return fmt::format("{}/tandem-{}.out", m_settings.home, job.remote_id);
+}
+
+Result<std::optional<std::string>> SlurmBackend::find_submitted(const JobRecord& job) {
+    if (job.submit_token.empty()) {
+        return std::nullopt;
+    }
+    const std::string token = "tandem-" + job.submit_token;
+    auto found = find_by_token(token);
+    if (found && *found) {
+        if (auto h = home()) {
+            remember_output(job.id, output_pattern(*h, token), **found);
+        }
+    }
+    return found;
+}
+
+Result<std::optional<std::vector<std::string>>> SlurmBackend::hosts(const JobRecord& job) {
+    auto listed = listed_jobs(job.remote_id);
+    if (!listed) {
+        return tl::unexpected(listed.error());
+    }
+    return running_hosts(*listed, job.remote_id, m_cluster);
+}
+
+Result<int> SlurmBackend::exec(const JobRecord& job, const ExecRequest& request, ExecIo& io) {
+    net::RemoteHost* host = login_host();
+    if (host == nullptr) { // capabilities() offers no exec then
+        return fail(ErrorKind::internal, fmt::format("cluster {}: exec without ssh:", m_cluster));
+    }
+    return exec_beside_job(*host, job, hosts(job), request, io, m_cluster);
+}
+
+// exec and shell run srun on a login node: over slurmrestd only with ssh: in the cluster's config
+// (slurmrestd runs no interactive steps).
+Capabilities SlurmBackend::capabilities() {
+    Capabilities c;
+    c.exec = login_host() != nullptr ? this : nullptr;
+    c.group_addresses = this;
+    return c;
+}
+
+} // namespace tandem::slurm
