@@ -414,10 +414,7 @@ private:
     // base_dir. The file must exist; the absolute path comes back.
     std::optional<std::string> local_file(const YAML::Node& value, const std::string& field,
                                           const std::string& written) {
-        const std::string home = m_options.getenv ? m_options.getenv("HOME").value_or("") : std::string();
-        const std::string path = expand_local_path(written, home, m_options.base_dir);
-        const PathInfo p =
-            m_options.files.inspect ? m_options.files.inspect(path) : PathInfo{path, PathKind::missing};
+        const PathInfo p = m_options.local_path(written);
         if (written.empty() || p.kind == PathKind::missing) {
             m_w.error(value, field, fmt::format("'{}' does not exist", written));
             return std::nullopt;

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -26,17 +25,14 @@
 
 namespace tandem {
 
-namespace {
-
-std::string home_of(const LoadOptions& options) {
-    return options.getenv ? options.getenv("HOME").value_or("") : std::string();
+PathInfo LoadOptions::inspect(const std::string& path) const {
+    return files.inspect ? files.inspect(path) : PathInfo{path, PathKind::missing};
 }
 
-PathInfo inspect_path(const LoadOptions& options, const std::string& path) {
-    return options.files.inspect ? options.files.inspect(path) : PathInfo{path, PathKind::missing};
+PathInfo LoadOptions::local_path(const std::string& written) const {
+    const std::string home = getenv ? getenv("HOME").value_or("") : std::string();
+    return inspect(expand_local_path(written, home, base_dir));
 }
-
-} // namespace
 
 namespace {
 
@@ -201,8 +197,7 @@ void final_checks(TaskSpec& spec, const LoadOptions& options, std::vector<Diagno
     if (spec.workdir) {
         const std::string written = *spec.workdir; // (no `~`: taken as written, relative to base_dir)
         const std::filesystem::path path(written);
-        const PathInfo p = inspect_path(
-            options,
+        const PathInfo p = options.inspect(
             path.is_relative() ? (std::filesystem::path(options.base_dir) / path).string() : written);
         if (p.kind != PathKind::directory) {
             diags.push_back(Diagnostic{spec.location_of("workdir"), "workdir",
@@ -236,8 +231,7 @@ void resolve_file_mounts(TaskSpec& spec, const LoadOptions& options, std::vector
         if (source.find("://") != std::string::npos) {
             continue;
         }
-        const PathInfo p =
-            inspect_path(options, expand_local_path(source, home_of(options), options.base_dir));
+        const PathInfo p = options.local_path(source);
         if (source.empty() || p.kind == PathKind::missing) {
             diags.push_back(
                 Diagnostic{spec.location_of(field), field, fmt::format("'{}' does not exist", source)});

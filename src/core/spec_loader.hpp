@@ -39,6 +39,12 @@ struct LoadOptions {
     // Reading the task file, and checking workdir, file_mounts sources and tls files (core/files.hpp).
     // Without it, every local path is reported missing.
     FileAccess files;
+
+    // What a local path written in a task file names, as file_mounts sources are read (SkyPilot's way):
+    // `~` is the home folder, a relative path is read from base_dir. The path comes back absolute.
+    PathInfo local_path(const std::string& written) const;
+    // `path` as the file access sees it (missing without a file access).
+    PathInfo inspect(const std::string& path) const;
 };
 
 struct SpecLoad {

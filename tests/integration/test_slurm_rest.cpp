@@ -1,6 +1,7 @@
 // The Slurm backend over slurmrestd against the real testbed (scripts/testbed/slurm): real sbatch jobs,
 // real slurmctld states, real accounting.
 
+#include <functional>
 #include <thread>
 #include <unistd.h>
 
@@ -92,9 +93,15 @@ TEST_CASE("cancel of a running and of a pending job, both end CANCELLED", "[api]
                                 "run: sleep 300\n");
     const int running = launched_id(lab.tandem({"launch", "-d", file}));
     const int pending = launched_id(lab.tandem({"launch", "-d", file}));
+    // Whatever fails below, the two jobs do not go on holding every GPU node for the tests after this one
+    // (a cancel of jobs that have ended is harmless).
+    struct Cleanup {
+        std::function<void()> run;
+        ~Cleanup() { run(); }
+    } cleanup{[&] { lab.tandem({"cancel", std::to_string(running), std::to_string(pending)}); }};
     // Wait until Slurm has started the first and holds the second.
     nlohmann::json first, second;
-    for (int i = 0; i < 60; ++i) {
+    for (int i = 0; i < 180; ++i) { // nodes an earlier test's job held may still be completing
         first = lab.job(running);
         second = lab.job(pending);
         if (first["state"] == "RUNNING" && second["state"] == "PENDING") {

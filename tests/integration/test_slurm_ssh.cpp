@@ -1,6 +1,7 @@
 // Slurm over SSH against the real testbed (scripts/testbed/slurm): the real `tandem` binary with an `ssh:`
 // cluster, real sbatch/squeue/sacct/scancel on the login node (sshd on 127.0.0.1:2222), files over SFTP.
 
+#include <functional>
 #include <fstream>
 #include <thread>
 #include <unistd.h>
@@ -87,8 +88,14 @@ TEST_CASE("ssh: cancel of a running and of a pending job, both end CANCELLED") {
         lab.task("hog", "name: ssh-hog\nnum_nodes: 2\nresources:\n  accelerators: H100:8\nrun: sleep 300\n");
     const int running = launched_id(lab.tandem({"launch", "-d", file}));
     const int pending = launched_id(lab.tandem({"launch", "-d", file}));
+    // Whatever fails below, the two jobs do not go on holding every GPU node for the tests after this one
+    // (a cancel of jobs that have ended is harmless).
+    struct Cleanup {
+        std::function<void()> run;
+        ~Cleanup() { run(); }
+    } cleanup{[&] { lab.tandem({"cancel", std::to_string(running), std::to_string(pending)}); }};
     nlohmann::json first, second;
-    for (int i = 0; i < 60; ++i) {
+    for (int i = 0; i < 180; ++i) { // nodes an earlier test's job held may still be completing
         first = lab.job(running);
         second = lab.job(pending);
         if (first["state"] == "RUNNING" && second["state"] == "PENDING") {
