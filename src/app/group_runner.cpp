@@ -249,10 +249,16 @@ RefreshedJobs refresh_with_groups(Session& ctx, std::vector<JobRecord> jobs, boo
     std::vector<JobRecord> groups;
     std::vector<JobRecord> flat;
     out.is_group.reserve(jobs.size());
-    flat.reserve(jobs.size());
-    for (auto& j : jobs) {
+    for (const auto& j : jobs) {
         out.is_group.push_back(j.is_group());
-        (j.is_group() ? groups : flat).push_back(std::move(j));
+    }
+    if (std::find(out.is_group.begin(), out.is_group.end(), true) == out.is_group.end()) {
+        flat = std::move(jobs); // no group: the list as it is (2,000 jobs are 2,000 records not moved)
+    } else {
+        flat.reserve(jobs.size());
+        for (auto& j : jobs) {
+            (j.is_group() ? groups : flat).push_back(std::move(j));
+        }
     }
     std::vector<std::int64_t> ids;
     for (const auto& g : groups) {
@@ -276,12 +282,12 @@ RefreshedJobs refresh_with_groups(Session& ctx, std::vector<JobRecord> jobs, boo
             views.push_back(JobView{std::move(j), false, {}});
         }
     }
-    out.plain.assign(std::make_move_iterator(views.begin()),
-                     std::make_move_iterator(views.begin() + static_cast<std::ptrdiff_t>(plain_count)));
     std::map<std::int64_t, std::vector<JobView>> by_group;
     for (std::size_t i = plain_count; i < views.size(); ++i) {
         by_group[*views[i].record.parent_id].push_back(std::move(views[i]));
     }
+    views.erase(views.begin() + static_cast<std::ptrdiff_t>(plain_count), views.end());
+    out.plain = std::move(views);
     for (auto& g : groups) {
         const auto id = g.id;
         out.groups.push_back(GroupView{JobView{std::move(g), false, {}}, std::move(by_group[id])});

@@ -151,9 +151,11 @@ Result<int> status(Context& ctx, const StatusFlags& flags) {
     // Plain jobs and groups, back in the listed order; a group's members follow it.
     auto refreshed = refresh_with_groups(ctx, std::move(*jobs), !flags.no_refresh);
     std::vector<JobView> views;
-    views.reserve(refreshed.is_group.size());
     std::map<std::int64_t, const GroupView*> groups;
-    {
+    if (refreshed.groups.empty()) {
+        views = std::move(refreshed.plain);
+    } else {
+        views.reserve(refreshed.is_group.size());
         std::size_t p = 0, g = 0;
         for (bool is_group : refreshed.is_group) {
             if (is_group) {
