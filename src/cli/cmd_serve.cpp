@@ -1,6 +1,5 @@
-// `tandem serve up|status|logs|update|down`: SkyPilot's `service:` tasks as native Kubernetes objects
-// (backends/k8s/serve_manifests.hpp). The store records which cluster and namespace hold a service; its
-// state is read from the cluster each time (nothing of tandem's keeps running).
+// `tandem serve up|status|logs|update|down`: the flags, tables and JSON of services; what they do is
+// app/services.hpp over the backends' Services capability (Kubernetes: backends/k8s/serve_manifests.hpp).
 
 #include <map>
 #include <thread>
@@ -16,6 +15,13 @@
 namespace tandem::cli {
 
 namespace {
+
+using app::find_service;
+using app::placement_on;
+using app::ref_of;
+using app::service_and_backend;
+using app::services_of;
+using app::wait_ready;
 
 struct ServeFlags {
     SpecFlags spec;
@@ -59,106 +65,6 @@ Result<TaskSpec> load_service_task(Context& ctx, const SpecFlags& flags) {
                     fmt::format("tandem launch {} runs it as a job", flags.file));
     }
     return spec;
-}
-
-Result<store::ServiceRecord> find_service(Context& ctx, const std::string& name) {
-    auto store = ctx.store();
-    if (!store) {
-        return tl::unexpected(store.error());
-    }
-    auto found = (*store)->get_service(name);
-    if (!found) {
-        return tl::unexpected(found.error());
-    }
-    if (!*found) {
-        return fail(ErrorKind::not_found, fmt::format("no service named '{}'", name),
-                    "tandem serve status lists the services");
-    }
-    return **found;
-}
-
-// The services of `cluster`'s backend, or why it has none.
-Result<Services*> services_of(Context& ctx, const std::string& cluster) {
-    auto backend = ctx.backend(cluster);
-    if (!backend) {
-        return tl::unexpected(backend.error());
-    }
-    return require(**backend, &Capabilities::services, Capability::services);
-}
-
-// The recorded service and its cluster's services.
-Result<std::pair<store::ServiceRecord, Services*>> service_and_backend(Context& ctx,
-                                                                       const std::string& name) {
-    auto record = find_service(ctx, name);
-    if (!record) {
-        return tl::unexpected(record.error());
-    }
-    auto services = services_of(ctx, record->cluster);
-    if (!services) {
-        return tl::unexpected(services.error());
-    }
-    return std::make_pair(std::move(*record), *services);
-}
-
-ServiceRef ref_of(const store::ServiceRecord& r) {
-    return ServiceRef{r.name, r.namespace_name};
-}
-
-// Polls the service until it is READY on `version` (every replica of that version ready), it is clearly
-// failing, or the timeout passes. Progress on stderr.
-Result<int> wait_ready(Context& ctx, const std::string& name, int version, int timeout_seconds) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
-    std::string last;
-    for (;;) {
-        auto rows = service_rows(ctx, name, false);
-        if (!rows) {
-            return tl::unexpected(rows.error());
-        }
-        if (rows->empty()) {
-            return fail(ErrorKind::not_found, fmt::format("service '{}' is gone", name));
-        }
-        const auto& v = rows->front().view;
-        const std::string line = fmt::format("tandem: service {}: {} ({}/{} ready){}", name, v.status,
-                                             v.ready, v.desired, v.reason.empty() ? "" : ": " + v.reason);
-        if (line != last && !rows->front().unreachable) {
-            note(line);
-            last = line;
-        }
-        if (v.status == "READY" && v.version == version) {
-            return exit_code::ok;
-        }
-        if (std::chrono::steady_clock::now() > deadline) {
-            return fail(ErrorKind::timeout,
-                        fmt::format("service {} was not ready after {} s: {}{}", name, timeout_seconds,
-                                    v.status, v.reason.empty() ? "" : " (" + v.reason + ")"),
-                        fmt::format("tandem serve status {} shows each replica", name));
-        }
-        std::this_thread::sleep_for(std::chrono::seconds(1));
-    }
-}
-
-// The placement of `spec` on `cluster` (serve update keeps a service where it is).
-Result<Placement> placement_on(Context& ctx, TaskSpec spec, const std::string& cluster) {
-    auto planned = plan_loaded_task(ctx, std::move(spec), std::chrono::seconds(30));
-    if (!planned) {
-        return tl::unexpected(planned.error());
-    }
-    for (const auto& p : planned->plan.placements) {
-        if (cluster.empty() || p.cluster == cluster) {
-            return p;
-        }
-    }
-    for (const auto& r : planned->plan.rejections) {
-        if (r.cluster == cluster) {
-            return fail(ErrorKind::invalid_spec,
-                        fmt::format("the task cannot run on {}: {}", cluster, rejection_line(r)));
-        }
-    }
-    if (cluster.empty()) {
-        return tl::unexpected(no_placement_error(*planned));
-    }
-    return fail(ErrorKind::invalid_spec,
-                fmt::format("the task cannot run on {}, where the service runs", cluster));
 }
 
 Result<int> serve_up(Context& ctx, const ServeFlags& flags) {
@@ -222,7 +128,7 @@ Result<int> serve_up(Context& ctx, const ServeFlags& flags) {
     if (flags.wait) {
         auto waited = wait_ready(ctx, *name, 1, flags.timeout_seconds);
         if (!waited) {
-            return waited;
+            return tl::unexpected(waited.error());
         }
     }
     auto rows = service_rows(ctx, *name, false);
@@ -278,7 +184,7 @@ Result<int> serve_update(Context& ctx, const ServeFlags& flags) {
     if (flags.wait) {
         auto waited = wait_ready(ctx, record->name, version, flags.timeout_seconds);
         if (!waited) {
-            return waited;
+            return tl::unexpected(waited.error());
         }
     }
     flags.json ? print_json({{"name", record->name}, {"version", version}})
@@ -387,63 +293,6 @@ Result<int> serve_status(Context& ctx, const ServeFlags& flags) {
 }
 
 } // namespace
-
-Result<std::vector<ServiceRow>> service_rows(Context& ctx, const std::string& name, bool replicas) {
-    auto store = ctx.store();
-    if (!store) {
-        return tl::unexpected(store.error());
-    }
-    std::vector<store::ServiceRecord> records;
-    if (!name.empty()) {
-        auto one = (*store)->get_service(name);
-        if (!one) {
-            return tl::unexpected(one.error());
-        }
-        if (*one) {
-            records.push_back(**one);
-        }
-    } else {
-        auto all = (*store)->list_services();
-        if (!all) {
-            return tl::unexpected(all.error());
-        }
-        records = std::move(*all);
-    }
-    std::vector<ServiceRow> rows(records.size());
-    std::map<std::string, std::vector<std::size_t>> by_cluster;
-    for (std::size_t i = 0; i < records.size(); ++i) {
-        rows[i].record = records[i];
-        rows[i].view.name = records[i].name;
-        by_cluster[records[i].cluster].push_back(i);
-    }
-    for (const auto& [cluster, indexes] : by_cluster) {
-        auto mark = [&](const Error& e) {
-            for (auto i : indexes) {
-                rows[i].unreachable = true;
-                rows[i].unreachable_reason = e.message;
-                rows[i].view.status = "UNKNOWN";
-            }
-        };
-        auto backend = services_of(ctx, cluster);
-        if (!backend) {
-            mark(backend.error());
-            continue;
-        }
-        std::vector<ServiceRef> refs;
-        for (auto i : indexes) {
-            refs.push_back(ref_of(rows[i].record));
-        }
-        auto views = (*backend)->serve_status(refs, replicas);
-        if (!views) {
-            mark(views.error());
-            continue;
-        }
-        for (std::size_t k = 0; k < indexes.size() && k < views->size(); ++k) {
-            rows[indexes[k]].view = std::move((*views)[k]);
-        }
-    }
-    return rows;
-}
 
 nlohmann::json service_json(const ServiceRow& row) {
     const auto& v = row.view;
