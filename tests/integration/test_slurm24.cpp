@@ -2,6 +2,7 @@
 // v0.0.40-42 and sshd on ports of their own), over slurmrestd and over SSH. The testbed must be up; when it
 // is not, every test fails saying how to start it.
 
+#include <functional>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -147,8 +148,21 @@ TEST_CASE("24.11: cancel of a running and of a pending job, over REST and over S
         const int running = launched(lab.tandem(
             {"launch", "-d", lab.task("run-" + cluster, "name: long\nresources: {infra: slurm/" + cluster +
                                                             "/gpu, accelerators: H100:8}\nnum_nodes: 2\nrun: sleep 300\n")}));
-        REQUIRE(lab.wait_state(running, "RUNNING")["state"] == "RUNNING");
-        const int pending = launched(lab.tandem(
+        int pending = 0;
+        // Whatever fails below, the jobs do not go on holding every GPU node for the tests after this one
+        // (a failed run left them held, and the multi-backend planner test then found the GPUs busy).
+        struct Cleanup {
+            std::function<void()> run;
+            ~Cleanup() { run(); }
+        } cleanup{[&] {
+            lab.tandem({"cancel", std::to_string(running)});
+            if (pending > 0) {
+                lab.tandem({"cancel", std::to_string(pending)});
+            }
+        }};
+        // The nodes the previous cluster's cancelled job held may take a while to come back.
+        REQUIRE(lab.wait_state(running, "RUNNING", 150s)["state"] == "RUNNING");
+        pending = launched(lab.tandem(
             {"launch", "-d", lab.task("pend-" + cluster, "name: waits\nresources: {infra: slurm/" + cluster +
                                                              "/gpu, accelerators: H100:8}\nrun: sleep 300\n")}));
         CHECK(lab.wait_state(pending, "PENDING", 5s)["state"] == "PENDING");
