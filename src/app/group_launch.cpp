@@ -31,7 +31,7 @@ Status submit_concurrently(Session& ctx, std::vector<Failover>& failovers, const
     struct Work {
         std::size_t index;
         std::int64_t job_id;
-        std::string token;
+        JobIdentity identity;
         TaskSpec spec;
         Placement placement;
     };
@@ -48,13 +48,13 @@ Status submit_concurrently(Session& ctx, std::vector<Failover>& failovers, const
         // Copies: a task still running at its deadline is left behind and must own what it reads.
         auto work = std::make_shared<std::vector<Work>>();
         for (auto i : members) {
-            work->push_back(Work{i, failovers[i].job().id, failovers[i].job().submit_token, specs[i],
+            work->push_back(Work{i, failovers[i].job().id, identity_of(ctx, failovers[i].job()), specs[i],
                                  failovers[i].placement()});
         }
         tasks.push_back(FanoutTask{[b = *backend, work, answers] {
                                        for (const auto& w : *work) {
                                            (*answers)[w.index] =
-                                               b->submit(w.spec, w.placement, w.job_id, w.token);
+                                               b->submit(w.spec, w.placement, w.job_id, w.identity);
                                        }
                                    },
                                    ctx.deadline(cluster) * static_cast<int>(members.size())});
@@ -130,6 +130,7 @@ Result<JobRecord> record_group(Session& ctx, const TaskGroup& group, const Group
     row.updated_at = row.submitted_at;
     row.spec_json = to_json(header).dump();
     row.placement_json = "{}";
+    row.submit_token = header.token; // its members name the group by it on the clusters (identity g=)
     auto id = (*store)->insert(row);
     if (!id) {
         return tl::unexpected(id.error());

@@ -122,7 +122,8 @@ std::optional<JobUpdate> advance(Session& ctx, GroupView& view, const StageSubmi
         view.group.unreachable_reason = header.error().message;
         return std::nullopt;
     }
-    if (header->kind == GroupKind::parallel && !addresses_published(g)) {
+    const bool acts = !header->adopted; // an adopted group is watched, its launch acts
+    if (acts && header->kind == GroupKind::parallel && !addresses_published(g)) {
         if (auto done = publish_addresses(ctx, *header, view); !done) {
             ctx.error(fmt::format("{}", done.error().message));
         }
@@ -134,6 +135,10 @@ std::optional<JobUpdate> advance(Session& ctx, GroupView& view, const StageSubmi
             members.push_back(m.record);
         }
         step = next_step(*header, members, ctx.now());
+        if (!acts) {
+            step.stop.clear();
+            step.submit.clear();
+        }
         bool changed = false;
         for (const auto& [index, reason] : step.stop) {
             auto& m = view.members[index].record;
@@ -159,14 +164,14 @@ std::optional<JobUpdate> advance(Session& ctx, GroupView& view, const StageSubmi
             break;
         }
     }
-    if (header->kind == GroupKind::parallel && !addresses_published(g) && !is_terminal(step.group.state) &&
-        step.stop.empty()) {
+    if (acts && header->kind == GroupKind::parallel && !addresses_published(g) &&
+        !is_terminal(step.group.state) && step.stop.empty()) {
         step.group.reason += "; addresses not published yet";
     }
     if (!step.submit.empty() && !submit_stage) {
         step.group.reason += " (waiting for the launch that follows the pipeline to submit it)";
     }
-    if (is_terminal(step.group.state) && addresses_published(g)) {
+    if (acts && is_terminal(step.group.state) && addresses_published(g)) {
         // The group has ended: what the addresses left on the clusters goes (best effort; a file left
         // behind is a few hundred bytes in the user's home).
         for (std::size_t i = 0; i < view.members.size(); ++i) {

@@ -32,6 +32,7 @@ Seams system_seams(EventSink events) {
     s.now = sys::now_seconds;
     s.new_token = sys::new_submit_token;
     s.current_dir = sys::current_dir;
+    s.host_name = sys::host_name;
     s.files = sys::real_files();
     s.make_backend = [](const ClusterConfig& c, const std::string& state_dir) {
         return backends::make_backend(c, backends::BackendContext{state_dir, sys::getenv});

@@ -39,6 +39,7 @@ struct Seams {
     std::function<std::int64_t()> now;        // unix seconds
     std::function<std::string()> new_token;   // submit tokens (JobRecord::submit_token)
     std::function<std::string()> current_dir; // relative workdirs resolve against it
+    std::function<std::string()> host_name;   // the launching machine, in a job's identity
     FileAccess files;                         // task files, workdirs, file_mounts sources (core/files.hpp)
     BackendMaker make_backend;                // the registry's (backends::make_backend) in production
     std::function<void(std::string_view)> fault_point;
@@ -82,6 +83,7 @@ public:
     const GetEnv& getenv() const { return m_seams.getenv; }
     std::int64_t now() const { return m_seams.now(); }
     std::string new_token() const { return m_seams.new_token(); }
+    std::string host_name() const { return m_seams.host_name ? m_seams.host_name() : std::string(); }
     void fault_point(std::string_view point) const;
     void progress(std::string text) const;
     void error(std::string text) const;

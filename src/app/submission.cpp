@@ -21,7 +21,36 @@ bool starts_with(const std::string& text, std::string_view prefix) {
     return text.compare(0, prefix.size(), prefix) == 0;
 }
 
+// 64-bit FNV-1a of the stored spec, 12 hex digits: tells two launches of the same spec apart from two of
+// different ones, no more (the spec itself stays on the launching machine).
+std::string spec_digest(std::string_view text) {
+    std::uint64_t h = 14695981039346656037ULL;
+    for (unsigned char c : text) {
+        h = (h ^ c) * 1099511628211ULL;
+    }
+    return fmt::format("{:012x}", h >> 16);
+}
+
 } // namespace
+
+JobIdentity identity_of(Session& ctx, const JobRecord& job) {
+    JobIdentity id;
+    id.token = job.submit_token;
+    id.name = job.name;
+    id.host = ctx.host_name();
+    id.digest = spec_digest(job.spec_json);
+    id.version = std::string(k_tandem_version);
+    if (job.parent_id) {
+        id.member = job.member;
+        if (auto store = ctx.store()) {
+            if (auto group = (*store)->get(*job.parent_id); group && *group) {
+                id.group = (*group)->submit_token;
+                id.name = (*group)->name;
+            }
+        }
+    }
+    return id;
+}
 
 // --pending-timeout for every backend; else the task's config.<backend>.provision_timeout for that
 // backend, then the task's config.pending_timeout, then the config file's pending_timeout.
@@ -192,7 +221,7 @@ Status Failover::submit(std::optional<Result<std::string>> first) {
         m_ctx.fault_point("launch.recorded");
         Result<std::string> remote_id =
             first     ? std::move(*first)
-            : backend ? (*backend)->submit(m_spec, placement, m_job.id, m_job.submit_token)
+            : backend ? (*backend)->submit(m_spec, placement, m_job.id, identity_of(m_ctx, m_job))
                       : tl::unexpected(backend.error());
         first.reset();
         if (remote_id) {

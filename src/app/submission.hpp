@@ -61,6 +61,11 @@ private:
 Result<JobRecord> record_job(Session& ctx, const TaskSpec& spec, const Placement& placement,
                              std::optional<std::int64_t> parent = std::nullopt, const std::string& reason = {});
 
+// What `job` says of itself on its cluster (core/identity.hpp): its token and name, the launching
+// machine, a digest of its spec and this tandem's version; a member names its group (the group row's
+// token and name). The backend fills in the cluster's user.
+JobIdentity identity_of(Session& ctx, const JobRecord& job);
+
 // How long a job may wait for resources on one placement before it moves on, by backend.
 struct PendingTimeouts {
     std::optional<std::int64_t> any; // --pending-timeout, config.pending_timeout, config.yaml's

@@ -178,6 +178,11 @@ Error capability_refusal(const Backend& backend, Capability capability, std::int
         return Error{ErrorKind::invalid_spec, cluster + ": services run on Kubernetes clusters only", ""};
     case Capability::watch:
         return Error{ErrorKind::invalid_spec, cluster + ": this backend has no change feed", ""};
+    case Capability::discovery:
+        return Error{ErrorKind::invalid_spec,
+                     cluster + ": this backend keeps no record of its own; its jobs are known only to the job "
+                               "store that launched them",
+                     ""};
     }
     return Error{ErrorKind::internal, cluster + ": unknown capability", ""};
 }

@@ -12,6 +12,7 @@
 #include "backends/upload/progress.hpp"
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
+#include "core/identity.hpp"
 
 namespace tandem::cli {
 
@@ -113,7 +114,7 @@ int run_action(const Action& action) {
 
 int run(int argc, char** argv) {
     CLI::App app{"tandem: one task spec, run on Slurm, Kubernetes or this machine.", "tandem"};
-    app.set_version_flag("--version", "tandem 0.1.0");
+    app.set_version_flag("--version", "tandem " + std::string(k_tandem_version));
     app.require_subcommand(1);
     app.footer(
         "Exit codes: 0 ok, 1 backend or internal error, 2 bad input, 3 not found, 4 unauthorized,\n"

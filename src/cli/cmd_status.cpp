@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "app/discovery.hpp"
 #include "cli/commands.hpp"
 #include "cli/groups.hpp"
 #include "cli/output.hpp"
@@ -27,6 +28,7 @@ struct StatusFlags {
     bool exit_code = false;
     bool no_refresh = false;
     bool watch = false;
+    bool all_users = false;
     std::optional<std::string> cluster, name, state;
 };
 
@@ -144,6 +146,17 @@ Result<int> status(Context& ctx, const StatusFlags& flags) {
     if (!store) {
         return tl::unexpected(store.error());
     }
+    // The clusters are the record: what they hold for the caller and this store lacks is adopted first
+    // (one list call per cluster). Jobs named by id are this store's already.
+    app::DiscoveryReport found;
+    if (filter.ids.empty() && !flags.no_refresh) {
+        found = app::discover_jobs(ctx, flags.all_users, flags.cluster);
+        for (const auto& p : found.problems) {
+            note(p);
+        }
+    } else if (flags.all_users) {
+        return fail(ErrorKind::usage, "--all-users lists what the clusters hold: it takes no JOB and no --no-refresh");
+    }
     auto jobs = (*store)->list(filter);
     if (!jobs) {
         return tl::unexpected(jobs.error());
@@ -206,6 +219,16 @@ Result<int> status(Context& ctx, const StatusFlags& flags) {
         }
         nlohmann::json out;
         out["jobs"] = std::move(arr); // an initializer list would copy 10,000 objects
+        if (flags.all_users) {
+            auto others = nlohmann::json::array();
+            for (const auto& o : found.others) {
+                nlohmann::json j = job_json(o.record, false, "");
+                j.erase("id");
+                j["user"] = o.owner;
+                others.push_back(std::move(j));
+            }
+            out["other_users"] = std::move(others);
+        }
         if (!services.empty()) {
             auto list = nlohmann::json::array();
             for (const auto& r : services) {
@@ -226,39 +249,71 @@ Result<int> status(Context& ctx, const StatusFlags& flags) {
         return watched ? Result<int>(exit_code::ok) : tl::unexpected(watched.error());
     }
     const std::string services_text = services.empty() ? "" : service_table(services, now).render();
-    if (views.empty()) {
+    if (views.empty() && found.others.empty()) {
         note(flags.all ? "No jobs." : "No active or recent jobs (see --all).");
         if (!services_text.empty()) {
             print_stdout(services_text);
         }
         return exit_code::ok;
     }
-    Table table({"ID", "NAME", "CLUSTER", "STATE", "REASON", "GPUS", "AGE", "DURATION"});
+    // --all-users: a USER column (the cluster's word for whose job it is), then other users' jobs.
+    std::vector<std::string> header{"ID", "NAME", "CLUSTER", "STATE", "REASON", "GPUS", "AGE", "DURATION"};
+    if (flags.all_users) {
+        header.insert(header.begin() + 1, "USER");
+    }
+    Table table(header);
+    auto user_of = [&](const JobRecord& r) {
+        auto it = found.owners.find(app::owner_key(r.cluster, r.remote_id));
+        if (it != found.owners.end()) {
+            return it->second.empty() ? std::string("-") : it->second;
+        }
+        auto me = found.me.find(r.cluster);
+        return me != found.me.end() && !me->second.empty() ? me->second : std::string("-");
+    };
+    auto add = [&](std::vector<std::string> row, const JobRecord& r) {
+        if (flags.all_users) {
+            row.insert(row.begin() + 1, r.is_group() || (r.id == 0 && r.cluster.empty()) ? "-" : user_of(r));
+        }
+        table.add(std::move(row));
+    };
     for (const auto& v : views) {
-        table.add(row_of(v, now));
+        add(row_of(v, now), v.record);
         if (auto g = groups.find(v.record.id); g != groups.end()) {
             const auto hosts = published_hosts(g->second->group.record);
             for (const auto& m : g->second->members) {
                 auto row = row_of(m, now);
                 row[1] = "  " + m.record.member; // indented below its group
-                table.add(std::move(row));
+                add(std::move(row), m.record);
                 // A multi-node member's ranks, once their addresses are known.
                 auto h = hosts.find(m.record.member);
                 if (m.record.num_nodes > 1 && h != hosts.end()) {
                     for (std::size_t rank = 0; rank < h->second.size(); ++rank) {
-                        table.add({"", fmt::format("    rank {}", rank), m.record.cluster, "", "on " + h->second[rank],
-                                   "", "", ""});
+                        add({"", fmt::format("    rank {}", rank), m.record.cluster, "", "on " + h->second[rank],
+                             "", "", ""},
+                            JobRecord{});
                     }
                 }
             }
         }
     }
+    for (const auto& o : found.others) {
+        auto row = row_of(JobView{o.record, false, {}}, now);
+        row[0] = "-"; // another user's: not in this store
+        if (flags.all_users) {
+            row.insert(row.begin() + 1, o.owner.empty() ? "-" : o.owner);
+        }
+        table.add(std::move(row));
+    }
     print_stdout(table.render() + history_text(history) + (services_text.empty() ? "" : "\n" + services_text));
     if (!flags.watch) {
         return exit_code::ok;
     }
-    auto watched = watch_jobs(ctx, watched_jobs(views, groups), [widths = table.widths()](const JobView& v) {
-        print_stdout(Table::render_row(row_of(v, now_seconds()), widths));
+    auto watched = watch_jobs(ctx, watched_jobs(views, groups), [&, widths = table.widths()](const JobView& v) {
+        auto row = row_of(v, now_seconds());
+        if (flags.all_users) {
+            row.insert(row.begin() + 1, user_of(v.record));
+        }
+        print_stdout(Table::render_row(row, widths));
     });
     return watched ? Result<int>(exit_code::ok) : tl::unexpected(watched.error());
 }
@@ -278,13 +333,19 @@ void setup_status(CLI::App& command, Action& action) {
     command.add_flag("-w,--watch", flags->watch,
                      "After the table, print a line per change until every listed job has ended "
                      "(Kubernetes: the watch API; other backends: a refresh every 2 s)");
+    command.add_flag("--all-users", flags->all_users,
+                     "Every user's tandem jobs on the clusters, with a USER column (the cluster's user); "
+                     "other users' jobs are shown, never adopted");
     command.add_option("--cluster", flags->cluster, "Only jobs on this cluster");
     command.add_option("--name", flags->name, "Only jobs with this name");
     command.add_option("--state", flags->state, "Only jobs in this state (PENDING, RUNNING, FAILED...)");
     command.footer("A pipeline or job group is one row, NAME (group), with its members indented below it (and a\n"
                    "multi-node member's ranks with their addresses, once published); --json nests them as\n"
                    "\"members\". Looking at a group also moves it on: publishes its members' addresses once all\n"
-                   "have started, and stops the other members when its primary tasks have ended.");
+                   "have started, and stops the other members when its primary tasks have ended.\n"
+                   "The clusters are the record: status first asks every cluster in config.yaml (one list\n"
+                   "call each) for the jobs tandem made there, and adopts yours that this machine did not\n"
+                   "launch (a teammate's CI runner, a lost job store) with an id of their own.");
     command.callback([flags, &action] { action = [flags](Context& ctx) { return status(ctx, *flags); }; });
 }
 

@@ -12,6 +12,7 @@
 
 #include "core/capabilities.hpp"
 #include "core/error.hpp"
+#include "core/identity.hpp"
 #include "core/inventory.hpp"
 #include "core/job.hpp"
 #include "core/planner.hpp"
@@ -36,10 +37,12 @@ public:
     // The exact native artifact submit() would create (sbatch script, manifests, local script).
     virtual Result<std::string> render(const TaskSpec& spec, const Placement& placement,
                                        std::int64_t job_id) = 0;
-    // Submits; returns the backend's id. `job_id` is tandem's id; `token` (JobRecord::submit_token) marks
-    // the job on the cluster, so that a retried submit, or find_submitted() after a killed launch, knows it.
+    // Submits; returns the backend's id. `job_id` is tandem's id; `identity` (core/identity.hpp) is written
+    // into the native object: its token (JobRecord::submit_token) lets a retried submit, or find_submitted()
+    // after a killed launch, know the job, and the rest lets any tandem find it again (Discovery). The
+    // backend sets identity.user to its cluster's notion of the caller.
     virtual Result<std::string> submit(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
-                                       const std::string& token) = 0;
+                                       const JobIdentity& identity) = 0;
     // After a launch died between recording `job` and storing its remote id: the id of the job this cluster
     // holds for `job.submit_token`, or nullopt when it holds none (a partial submit is taken back and
     // counts as none). An error when the cluster cannot tell.

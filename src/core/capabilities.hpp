@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/identity.hpp"
 #include "core/job.hpp"
 #include "core/planner.hpp"
 #include "core/service.hpp"
@@ -115,6 +116,38 @@ public:
     virtual Status watch(const std::vector<JobRecord>& jobs, const WatchSink& sink) = 0;
 };
 
+// A job a cluster holds that carries tandem's identity (core/identity.hpp), as one list call found it.
+struct FoundJob {
+    std::string remote_id; // as submit() returned it
+    // Whose job it is in the cluster's own words: Slurm's user of the job, never the comment's claim.
+    // Kubernetes keeps no creator on an object: there the namespace (which the caller can read) is the
+    // cluster's word, and the owner is the launching user's label.
+    std::string owner;
+    // The cluster itself says the caller owns it (Slurm: the job is listed as the user's; Kubernetes: its
+    // user label names the caller in a namespace the caller reads). Only such a job is adopted.
+    bool callers = false;
+    JobIdentity identity; // what the object says of itself: untrusted
+    JobUpdate update;     // its state now
+    std::int64_t submitted_at = 0;
+    int num_nodes = 1;
+};
+
+struct Discovered {
+    std::string me;              // the cluster's notion of the caller (Slurm user; Kubernetes user)
+    std::vector<FoundJob> jobs;  // in the cluster's order
+    std::size_t unreadable = 0;  // objects whose identity did not decode, left out
+    std::string history;         // what the cluster no longer shows ("jobs that ended over 5 min ago")
+};
+
+// Discovery (issue 31): every job tandem made that the cluster still holds, whoever launched it and from
+// wherever, from one list call per cluster.
+class Discovery {
+public:
+    virtual ~Discovery() = default;
+    // The caller's jobs (Slurm: the user's; Kubernetes: the user label), or with `all_users` everyone's.
+    virtual Result<Discovered> discover(bool all_users) = 0;
+};
+
 // The capabilities one backend offers; null where it has none. A new capability is one interface above
 // and one member here.
 struct Capabilities {
@@ -123,9 +156,10 @@ struct Capabilities {
     GroupAddresses* group_addresses = nullptr;
     Services* services = nullptr;
     Watch* watch = nullptr;
+    Discovery* discovery = nullptr;
 };
 
 // Names the capability in refusals ("local cannot <what>").
-enum class Capability { exec, attach, group_addresses, services, watch };
+enum class Capability { exec, attach, group_addresses, services, watch, discovery };
 
 } // namespace tandem

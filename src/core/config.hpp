@@ -30,6 +30,9 @@ struct ClusterConfig {
     BackendKind kind = BackendKind::local;
     nlohmann::json settings = nlohmann::json::object(); // everything but name/type, for the adapter
     SourceLoc loc;
+    // Made by tandem from what it found (a kubeconfig context), not written in config.yaml: `status`
+    // does not look for other machines' jobs there (issue 31).
+    bool found = false;
 };
 
 struct Config {

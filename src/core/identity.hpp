@@ -33,13 +33,16 @@
 
 namespace tandem {
 
+// This tandem's version, as `tandem --version` prints it and the identity's v= carries.
+inline constexpr std::string_view k_tandem_version = "0.1.0";
+
 struct JobIdentity {
     std::string token;          // the submit token: 6 to 32 of [a-z0-9]
-    std::string name;           // the job's name
+    std::string name;           // the job's name; a member's: its group's name
     std::string group;          // the group's submit token, for a member; empty otherwise
     std::string member;         // the member's name in its group
     std::optional<int> element; // the sweep element (0-based)
-    std::string user, host;     // who launched it, from where
+    std::string user, host;     // who launched it (the cluster's user), from which machine
     std::string digest;         // the spec's digest, hex
     std::string version;        // the tandem that launched it
 

@@ -37,12 +37,16 @@ nlohmann::json to_json(const GroupHeader& h) {
     for (const auto& [member, seconds] : h.termination_delay) {
         delays[member] = seconds;
     }
-    return {{"group", h.name},
-            {"execution", std::string(to_string(h.kind))},
-            {"members", h.members},
-            {"primary_tasks", h.primary},
-            {"termination_delay_seconds", delays},
-            {"token", h.token}};
+    nlohmann::json j = {{"group", h.name},
+                        {"execution", std::string(to_string(h.kind))},
+                        {"members", h.members},
+                        {"primary_tasks", h.primary},
+                        {"termination_delay_seconds", delays},
+                        {"token", h.token}};
+    if (h.adopted) {
+        j["adopted"] = true;
+    }
+    return j;
 }
 
 Result<GroupHeader> group_header_from_json(const std::string& text) {
@@ -66,6 +70,7 @@ Result<GroupHeader> group_header_from_json(const std::string& text) {
             }
         }
         h.token = j.at("token").get<std::string>();
+        h.adopted = j.value("adopted", false);
     } catch (const nlohmann::json::exception& e) {
         return bad(e.what());
     }
@@ -152,7 +157,7 @@ std::string group_fetch_from_slurm_comment_function() {
     return 1
   fi
   tandem_group_fetched=$now
-  b64=$(scontrol show job -o "$SLURM_JOB_ID" 2>/dev/null | sed -n 's/.*;tandem-hosts=\([A-Za-z0-9+\/=]*\).*/\1/p')
+  b64=$(scontrol show job -o "$SLURM_JOB_ID" 2>/dev/null | sed -n 's/.*[ ;]tandem-hosts=\([A-Za-z0-9+\/=]*\).*/\1/p')
   [ -n "$b64" ] || return 1
   mkdir -p "$(dirname "$book")" &&
     printf '%s' "$b64" | base64 -d > "$book.tmp.$$" 2>/dev/null &&

@@ -28,6 +28,10 @@ struct GroupHeader {
     std::vector<std::string> primary;                 // empty: every member is primary
     std::map<std::string, std::int64_t> termination_delay; // by member ("" for the default)
     std::string token; // drawn at launch; names the members' channels (unique across users)
+    // Found on the clusters by another job store (issue 31): this store only watches it. Its launch
+    // publishes the addresses, submits later stages and stops members; the header here is what the
+    // members' identities tell (no primary tasks, no delays).
+    bool adopted = false;
 
     bool is_primary(const std::string& member) const;
     std::int64_t termination_delay_of(const std::string& member) const;
@@ -53,9 +57,10 @@ std::string address_book(const GroupHeader& header, const std::map<std::string, 
 std::string group_wait_function();
 // For a Slurm job tandem reaches only through slurmrestd: `tandem_group_fetch BOOK`, which
 // tandem_group_wait calls while the book is absent, reads the book from the job's comment (after the
-// marker `;tandem-hosts=`, base64) with scontrol and writes it to BOOK. Fixed text.
+// word `tandem-hosts=`, base64) with scontrol and writes it to BOOK. Fixed text.
 std::string group_fetch_from_slurm_comment_function();
-inline constexpr std::string_view k_comment_book_marker = ";tandem-hosts=";
+inline constexpr std::string_view k_comment_book_marker = " tandem-hosts=";
+inline constexpr std::string_view k_old_comment_book_marker = ";tandem-hosts="; // before issue 31
 
 // The environment every member gets (besides the book): SKYPILOT_JOBGROUP_NAME, TANDEM_GROUP,
 // TANDEM_GROUP_ID, TANDEM_GROUP_MEMBER and, for a job group, TANDEM_GROUP_WAIT.

@@ -75,6 +75,17 @@ Result<std::int64_t> JobStore::insert(const JobRecord& job) {
     if (!txn) {
         return tl::unexpected(txn.error());
     }
+    auto id = insert_row(job);
+    if (!id) {
+        return id;
+    }
+    if (txn->commit() != SQLITE_OK) {
+        return tl::unexpected(sqlite_error(fmt::format("cannot insert job '{}'", job.name)));
+    }
+    return id;
+}
+
+Result<std::int64_t> JobStore::insert_row(const JobRecord& job) {
     auto stmt =
         prepare("INSERT INTO jobs(name, cluster, backend, remote_id, state, reason, exit_code, "
                 "submitted_at, started_at, ended_at, updated_at, spec_json, placement_json, gpus, "
@@ -105,11 +116,7 @@ Result<std::int64_t> JobStore::insert(const JobRecord& job) {
         return tl::unexpected(sqlite_error(fmt::format("cannot insert job '{}'", job.name)));
     }
     // Read before COMMIT: the rowid belongs to this connection, and nothing else writes on it meanwhile.
-    std::int64_t id = sqlite3_last_insert_rowid(m_db);
-    if (txn->commit() != SQLITE_OK) {
-        return tl::unexpected(sqlite_error(fmt::format("cannot insert job '{}'", job.name)));
-    }
-    return id;
+    return std::int64_t{sqlite3_last_insert_rowid(m_db)};
 }
 
 Result<bool> JobStore::set_remote_id(std::int64_t id, const std::string& remote_id) {

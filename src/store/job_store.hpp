@@ -21,7 +21,7 @@ namespace tandem::store {
 class Stmt;     // sqlite_stmt.hpp, private to the store
 class WriteTxn; // sqlite_stmt.hpp
 
-inline constexpr int k_schema_version = 5;
+inline constexpr int k_schema_version = 6;
 
 struct JobFilter {
     bool active_only = false;                // only non-terminal jobs
@@ -103,6 +103,18 @@ public:
                                           std::int64_t now, const std::vector<std::string>& remote_ids = {});
     Result<std::optional<JobRecord>> get(std::int64_t id);
 
+    // Jobs found on the clusters (issue 31), in one transaction: each job whose submit token the store
+    // does not hold, nor its cluster and remote id (now, or in an earlier attempt of a job that moved),
+    // is inserted as given. A member (`group_token` set) joins the group row holding that token, which is
+    // inserted from `group` when no row holds it. Returns, per entry, the new row's id, or 0 when the
+    // store held the job already (another `status` may have adopted it a moment before).
+    struct Found {
+        JobRecord job;
+        std::string group_token;
+        JobRecord group; // the row to make when no row holds group_token
+    };
+    Result<std::vector<std::int64_t>> adopt(const std::vector<Found>& found);
+
     // Failover, in one transaction: records `finished` as the job's next earlier attempt and points the
     // job at `to`, PENDING with no remote id. Only while the job still holds `expected_remote_id` and has
     // not ended, except that a CANCELLED not asked for by the user (the failover's own cancel, seen by a
@@ -135,6 +147,7 @@ private:
     Status exec(const char* sql, std::string_view what);
     Result<Stmt> prepare(std::string_view sql);
     Result<WriteTxn> begin_write();
+    Result<std::int64_t> insert_row(const JobRecord& job); // inside the caller's transaction
     Error sqlite_error(std::string_view what) const;
     Status not_found(std::int64_t id) const;
 

@@ -89,6 +89,10 @@ constexpr std::array k_migrations{
             version INTEGER NOT NULL DEFAULT 1,
             spec_json TEXT NOT NULL);
     )sql"},
+    // Discovery (issue 31) looks jobs up by their submit token.
+    Migration{6, R"sql(
+        CREATE INDEX IF NOT EXISTS jobs_submit_token ON jobs(submit_token);
+    )sql"},
 };
 static_assert(k_migrations.back().version == k_schema_version, "every schema version needs its migration");
 

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <unistd.h>
+
 namespace tandem::sys {
 
 std::optional<std::string> getenv(const std::string& name) {
@@ -13,6 +15,14 @@ std::optional<std::string> getenv(const std::string& name) {
 std::string current_dir() {
     std::error_code ec;
     return std::filesystem::current_path(ec).string();
+}
+
+std::string host_name() {
+    char name[256] = {};
+    if (gethostname(name, sizeof name - 1) != 0) {
+        return {};
+    }
+    return name;
 }
 
 } // namespace tandem::sys

@@ -310,8 +310,13 @@ json dry_run_pod(const json& job) {
 
 } // namespace
 
+std::string K8sBackend::user() const {
+    return m_settings.user.empty() ? m_api.context().user_name : m_settings.user;
+}
+
 Result<std::string> K8sBackend::submit(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
-                                       const std::string& token) {
+                                       const JobIdentity& identity) {
+    const std::string& token = identity.token;
     if (spec.service) {
         return fail(ErrorKind::invalid_spec, "the task has a `service:` section: it is a service, not a job",
                     "tandem serve up FILE starts it");
@@ -320,6 +325,11 @@ Result<std::string> K8sBackend::submit(const TaskSpec& spec, const Placement& pl
     if (!plan) {
         return tl::unexpected(plan.error());
     }
+    JobIdentity mine = identity;
+    mine.user = user();
+    plan->user = label_value(mine.user);
+    plan->group_token = identity.group;
+    plan->identity = encode_identity(mine);
     auto manifests = render_manifests(spec, *plan, false);
     if (!manifests) {
         return tl::unexpected(manifests.error());
@@ -506,7 +516,7 @@ Result<std::vector<JobUpdate>> K8sBackend::refresh(const std::vector<JobRecord>&
 }
 
 Capabilities K8sBackend::capabilities() {
-    return Capabilities{this, this, this, this, this};
+    return Capabilities{this, this, this, this, this, this};
 }
 
 } // namespace tandem::k8s

@@ -45,7 +45,8 @@ class K8sBackend final : public Backend,
                          public Attach,
                          public GroupAddresses,
                          public Services,
-                         public Watch {
+                         public Watch,
+                         public Discovery {
 public:
     K8sBackend(std::string cluster, K8sSettings settings, KubeContext context, std::string state_dir,
                HttpFactory http);
@@ -57,7 +58,9 @@ public:
     Result<std::string> render(const TaskSpec& spec, const Placement& placement,
                                std::int64_t job_id) override;
     Result<std::string> submit(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
-                               const std::string& token) override;
+                               const JobIdentity& identity) override;
+    // Who the caller is on this cluster: config `user:`, else the kubeconfig context's user entry.
+    std::string user() const;
     Result<std::optional<std::string>> find_submitted(const JobRecord& job) override;
     Result<std::vector<JobUpdate>> refresh(const std::vector<JobRecord>& jobs) override;
     Status cancel(const JobRecord& job) override;
@@ -71,6 +74,8 @@ public:
     Status unpublish(const JobRecord&, const std::string&) override { return {}; }
     // The pods of the jobs' namespace through the watch API (k8s_watch.cpp).
     Status watch(const std::vector<JobRecord>& jobs, const WatchSink& sink) override;
+    // The namespace's tandem Jobs, the caller's by tandem.dev/user (k8s_discovery.cpp).
+    Result<Discovered> discover(bool all_users) override;
     // Services (k8s_serve.cpp, serve_manifests.hpp; logs in k8s_logs.cpp).
     Result<ServeOutcome> serve_up(const TaskSpec& spec, const Placement& placement,
                                   const ServiceRef& ref) override;

@@ -91,6 +91,7 @@ std::vector<ClusterConfig> discover_k8s_clusters(const GetEnv& getenv) {
         c.name = "k8s/" + context;
         c.kind = BackendKind::kubernetes;
         c.settings = {{"context", context}};
+        c.found = true;
         out.push_back(std::move(c));
     };
     if (auto in_cluster = in_cluster_context(getenv); in_cluster && *in_cluster) {

@@ -34,6 +34,11 @@ Result<K8sSettings> parse_k8s_settings(const ClusterConfig& c, const GetEnv& get
             }
         } else if (key == "namespace") {
             s.namespace_name = text;
+        } else if (key == "user") {
+            if (text.empty()) {
+                return tl::unexpected(bad(c, key, "must not be empty"));
+            }
+            s.user = text;
         } else if (key == "image") {
             s.image = text;
         } else if (key == "ttl_seconds_after_finished") {
@@ -83,7 +88,7 @@ Result<K8sSettings> parse_k8s_settings(const ClusterConfig& c, const GetEnv& get
             return tl::unexpected(
                 bad(c, key,
                     "unknown setting for a kubernetes cluster (known: context, kubeconfig, "
-                    "namespace, image, ttl_seconds_after_finished, timeout_seconds, "
+                    "namespace, user, image, ttl_seconds_after_finished, timeout_seconds, "
                     "workdir_limit_mb, upload_wait_seconds, upload_cache_claim, serve_service_type, "
                     "serve_qps_metric)"));
         }

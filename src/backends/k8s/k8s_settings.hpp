@@ -6,6 +6,7 @@
 //     context: prod                  # kubeconfig context; default: the current context
 //     kubeconfig: ~/.kube/prod.yaml  # default: $KUBECONFIG, else ~/.kube/config
 //     namespace: ml                  # default: the context's namespace
+//     user: alice                    # who you are here (tandem.dev/user); default: the context's user
 //     image: ubuntu:22.04            # when the task has no image_id
 //     ttl_seconds_after_finished: 86400   # 0: keep finished Jobs
 //     workdir_limit_mb: 100          # workdir and file_mounts together, sent to every pod
@@ -30,6 +31,7 @@ struct K8sSettings {
     std::string context;    // empty: the kubeconfig's current-context
     std::string kubeconfig; // empty: KUBECONFIG / ~/.kube/config
     std::string namespace_name;
+    std::string user; // empty: the kubeconfig context's user entry name
     std::string image = "ubuntu:22.04";
     std::optional<int> ttl_seconds_after_finished = 86400;
     std::chrono::milliseconds timeout{15'000};

@@ -3,6 +3,7 @@
 // selector in one request per namespace. Every Job, pod template, Service and Secret of a tandem job
 // carries all of these labels (the rank only on per-rank Jobs and their pods).
 
+#include <string>
 #include <string_view>
 
 namespace tandem::k8s {
@@ -16,11 +17,21 @@ inline constexpr std::string_view k_job_label = "tandem.dev/job";
 inline constexpr std::string_view k_id_label = "tandem.dev/id";
 // The random submit token: tells a retried create (409 AlreadyExists) of our own Job from a clash.
 inline constexpr std::string_view k_token_label = "tandem.dev/submit-token";
+// Who launched the job (the cluster's notion of the user, made fit for a label value) and, for a group
+// member, its group's submit token: what discovery selects on (issue 31).
+inline constexpr std::string_view k_user_label = "tandem.dev/user";
+inline constexpr std::string_view k_group_label = "tandem.dev/group";
+// The job's whole identity (core/identity.hpp), on its Jobs.
+inline constexpr std::string_view k_identity_annotation = "tandem.dev/identity";
 // The node rank, on one-Job-per-rank submissions (servers without Indexed Jobs) and their pods.
 inline constexpr std::string_view k_rank_label = "tandem.dev/rank";
 // Indexed Jobs (1.21+) give each pod its index in this annotation (and env JOB_COMPLETION_INDEX).
 inline constexpr std::string_view k_completion_index_annotation = "batch.kubernetes.io/job-completion-index";
 // Pods of a Job: set by the Job controller on every version.
 inline constexpr std::string_view k_job_name_label = "job-name";
+
+// `text` as a label value: at most 63 of [A-Za-z0-9._-], starting and ending with a letter or digit (other
+// bytes become '.'); "unknown" when nothing is left.
+std::string label_value(std::string_view text);
 
 } // namespace tandem::k8s

@@ -139,6 +139,12 @@ json labels_of(const TaskSpec& spec, const JobPlan& plan, std::optional<int> ran
     labels[std::string(k_job_label)] = plan.base_name;
     labels[std::string(k_id_label)] = std::to_string(plan.tandem_id);
     labels[std::string(k_token_label)] = plan.submit_token;
+    if (!plan.user.empty()) {
+        labels[std::string(k_user_label)] = plan.user;
+    }
+    if (!plan.group_token.empty()) {
+        labels[std::string(k_group_label)] = plan.group_token;
+    }
     if (rank) {
         labels[std::string(k_rank_label)] = std::to_string(*rank);
     }
@@ -449,6 +455,9 @@ json job_manifest(const TaskSpec& spec, const JobPlan& plan, std::optional<int> 
     json metadata = {{"name", job_name(plan, rank.value_or(0))},
                      {"namespace", plan.namespace_name},
                      {"labels", labels_of(spec, plan, rank)}};
+    if (!plan.identity.empty()) {
+        metadata["annotations"][std::string(k_identity_annotation)] = plan.identity;
+    }
     if (spec.kubernetes.queue) { // Kueue admits the Job into this LocalQueue
         metadata["labels"]["kueue.x-k8s.io/queue-name"] = *spec.kubernetes.queue;
     }

@@ -73,6 +73,9 @@ struct JobPlan {
     std::int64_t tandem_id = 0;
     std::string base_name;    // DNS-1123 label; the Job name (or the per-rank Jobs' prefix) and Service name
     std::string submit_token; // random; a label, so a retried create is recognised as ours
+    std::string user;         // tandem.dev/user (a label value); empty on a render
+    std::string group_token;  // tandem.dev/group: a member's group's token
+    std::string identity;     // the tandem.dev/identity annotation; empty on a render
     std::string namespace_name;
     std::string image;
     int num_nodes = 1;

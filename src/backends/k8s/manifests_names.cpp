@@ -1,6 +1,8 @@
 // Names, selectors and the server facts the manifests depend on (manifests.hpp): object names from the
 // job, label selectors, the server version, the GPU resource a pool takes.
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "backends/k8s/labels.hpp"
@@ -96,6 +98,22 @@ std::string job_selector(const std::string& base_name) {
 
 std::string managed_selector() {
     return fmt::format("{}={}", k_managed_by_key, k_managed_by_value);
+}
+
+std::string label_value(std::string_view text) {
+    auto alnum = [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    };
+    std::string out;
+    for (char c : text.substr(0, 63)) {
+        out += alnum(c) || c == '-' || c == '_' || c == '.' ? c : '.';
+    }
+    while (!out.empty() && !alnum(out.back())) {
+        out.pop_back();
+    }
+    const auto first = std::find_if(out.begin(), out.end(), alnum);
+    out.erase(out.begin(), first);
+    return out.empty() ? std::string("unknown") : out;
 }
 
 } // namespace tandem::k8s

@@ -217,8 +217,8 @@ Result<std::string> LocalBackend::render(const TaskSpec& spec, const Placement& 
 }
 
 Result<std::string> LocalBackend::submit(const TaskSpec& spec, const Placement& placement,
-                                         std::int64_t job_id, const std::string& token) {
-    (void)token; // the job folder, named by tandem's id, is the local job's identity
+                                         std::int64_t job_id, const JobIdentity& identity) {
+    (void)identity; // the job folder, named by tandem's id, is the local job's identity
     const fs::path dir = job_dir(job_id);
     std::error_code ec;
     fs::create_directories(dir, ec);

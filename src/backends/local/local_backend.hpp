@@ -28,7 +28,7 @@ public:
     Result<std::string> render(const TaskSpec& spec, const Placement& placement,
                                std::int64_t job_id) override;
     Result<std::string> submit(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
-                               const std::string& token) override;
+                               const JobIdentity& identity) override;
     // The job folder is tandem's id's: its pid file says whether the process was started.
     Result<std::optional<std::string>> find_submitted(const JobRecord& job) override;
     Result<std::vector<JobUpdate>> refresh(const std::vector<JobRecord>& jobs) override;

@@ -9,6 +9,7 @@
 
 #include "backends/slurm/hostlist.hpp"
 #include "backends/slurm/rest_json.hpp"
+#include "backends/slurm/submit_plan.hpp"
 
 namespace tandem::slurm::api {
 
@@ -204,7 +205,7 @@ json submit_payload(const std::string& script, const SubmitPlan& plan, ApiVersio
         job["standard_error"] = plan.output_pattern;
     }
     if (!plan.submit_token.empty()) {
-        job["comment"] = plan.submit_token;
+        job["comment"] = job_comment(plan);
     }
     if (!plan.working_directory.empty()) {
         job["current_working_directory"] = plan.working_directory;
@@ -250,6 +251,10 @@ Result<std::vector<SlurmJob>> parse_jobs(const json& body, ApiVersion version) {
             job.nodes = rest::text(j, "nodes");
             job.comment = rest::text(j, "comment");
             job.standard_output = rest::text(j, "standard_output");
+            job.user = rest::text(j, "user_name");
+            job.submit_time = rest::timestamp(j, "submit_time");
+            job.node_count = static_cast<int>(std::clamp<std::int64_t>(
+                rest::number(rest::at_path(j, {"node_count"})).value_or(0), 0, 1'000'000));
             return job;
         });
     });

@@ -131,6 +131,8 @@ bool is_job_field(std::string_view key) {
                                                   "nodes",
                                                   "comment",
                                                   "standard_output",
+                                                  "user_name",
+                                                  "node_count",
                                                   "submit_time",
                                                   "eligible_time",
                                                   "last_sched_evaluation"};

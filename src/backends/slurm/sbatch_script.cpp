@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "backends/slurm/script_quoting.hpp"
+#include "backends/slurm/submit_plan.hpp"
 #include "backends/upload/mount_script.hpp"
 #include "core/git_checkout.hpp"
 #include "core/job_group.hpp"
@@ -110,7 +111,8 @@ Result<std::string> directives(const SubmitPlan& plan) {
     optional("--constraint", value_of(plan.constraint));
     optional("--output", plan.output_pattern);
     optional("--error", plan.output_pattern);
-    optional("--comment", plan.submit_token);
+    const std::string comment = job_comment(plan);
+    optional("--comment", comment);
     optional("--chdir", plan.working_directory);
 
     std::string out;

@@ -2,8 +2,10 @@
 
 #include "backends/slurm/slurm_backend.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -12,6 +14,7 @@
 #include "backends/slurm/slurm_exec.hpp"
 #include "backends/slurm/slurm_inventory.hpp"
 #include "backends/slurm/submit_plan.hpp"
+#include "core/identity.hpp"
 
 namespace tandem::slurm {
 
@@ -51,7 +54,7 @@ Result<ClusterInventory> SlurmBackend::inventory(std::chrono::seconds max_age) {
 }
 
 Result<SubmitPlan> SlurmBackend::plan_on_partition(const TaskSpec& spec, const Placement& placement,
-                                                   std::int64_t job_id, const std::string& token,
+                                                   std::int64_t job_id, const JobIdentity& identity,
                                                    std::chrono::seconds max_age) {
     if (!m_inventory) {
         if (auto inv = inventory(max_age); !inv) {
@@ -62,9 +65,14 @@ Result<SubmitPlan> SlurmBackend::plan_on_partition(const TaskSpec& spec, const P
     if (pool == nullptr) {
         return fail(ErrorKind::remote, fmt::format("cluster {}: partition {} is gone", m_cluster, placement.pool));
     }
-    auto plan = build_submit_plan(spec, placement, *pool, job_id, token);
+    auto plan = build_submit_plan(spec, placement, *pool, job_id, identity.token);
     if (!plan) {
         return tl::unexpected(plan.error());
+    }
+    if (!identity.token.empty()) {
+        JobIdentity mine = identity;
+        mine.user = slurm_user();
+        plan->identity = encode_identity(mine);
     }
     auto h = home();
     if (!h) {
@@ -102,6 +110,9 @@ std::string SlurmBackend::output_path(const JobRecord& job) const {
     if (std::getline(in, path) && !path.empty()) {
         return path;
     }
+    if (!job.submit_token.empty()) { // a job another tandem launched (adopted): its token names the file
+        return fmt::format("{}/tandem-{}-{}.out", m_settings.home, job.submit_token, job.remote_id);
+    }
     return fmt::format("{}/tandem-{}.out", m_settings.home, job.remote_id);
 }
 
@@ -137,10 +148,54 @@ Result<int> SlurmBackend::exec(const JobRecord& job, const ExecRequest& request,
 
 // exec and shell run srun on a login node: over slurmrestd only with ssh: in the cluster's config
 // (slurmrestd runs no interactive steps).
+// One list call. A comment is anyone's text: its identity says what the job claims to be, the listing
+// says whose it is (REST: the job's user_name; SSH: squeue --me, read apart from everyone's jobs).
+Result<Discovered> SlurmBackend::discover(bool all_users) {
+    auto listed = listing(all_users);
+    if (!listed) {
+        return in_cluster(listed.error());
+    }
+    Discovered out;
+    out.me = listed->me;
+    out.unreadable = listed->unreadable;
+    out.history = "Slurm lists a job until MinJobAge (300 s by default) after it ends";
+    std::set<std::string> seen;
+    auto take = [&](const SlurmJob& j, bool callers) {
+        if (!seen.insert(j.job_id).second) {
+            return;
+        }
+        auto id = decode_identity(j.comment);
+        if (!id) {
+            ++out.unreadable;
+            return;
+        }
+        if (!*id) {
+            return; // not one of tandem's jobs
+        }
+        FoundJob f;
+        f.remote_id = j.job_id;
+        f.owner = j.user;
+        f.callers = callers;
+        f.identity = std::move(**id);
+        f.update = to_job_update(j);
+        f.submitted_at = j.submit_time.value_or(0);
+        f.num_nodes = std::max(1, j.node_count);
+        out.jobs.push_back(std::move(f));
+    };
+    for (const auto& j : listed->mine) {
+        take(j, true);
+    }
+    for (const auto& j : listed->everyone) {
+        take(j, false);
+    }
+    return out;
+}
+
 Capabilities SlurmBackend::capabilities() {
     Capabilities c;
     c.exec = login_host() != nullptr ? this : nullptr;
     c.group_addresses = this;
+    c.discovery = this;
     return c;
 }
 

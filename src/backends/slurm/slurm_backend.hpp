@@ -22,7 +22,7 @@
 
 namespace tandem::slurm {
 
-class SlurmBackend : public Backend, public Exec, public GroupAddresses {
+class SlurmBackend : public Backend, public Exec, public GroupAddresses, public Discovery {
 public:
     const std::string& cluster() const final { return m_cluster; }
     BackendKind kind() const final { return BackendKind::slurm; }
@@ -31,8 +31,10 @@ public:
     Capabilities capabilities() final;
     Result<std::optional<std::vector<std::string>>> hosts(const JobRecord& job) final;
     Result<int> exec(const JobRecord& job, const ExecRequest& request, ExecIo& io) final;
+    // Jobs whose comment carries an identity; a job is the caller's when Slurm says its user is.
+    Result<Discovered> discover(bool all_users) final;
 
-    // Where a job's output lands.
+    // Where a job's output lands: the path kept at submit, else HOME/tandem-<token>-<id>.out.
     std::string output_path(const JobRecord& job) const;
 
 protected:
@@ -52,12 +54,18 @@ protected:
     virtual net::RemoteHost* login_host() = 0;
     // The submitting user's home on the cluster.
     virtual Result<std::string> home() = 0;
+    // The user Slurm knows the caller as (rest.user; the ssh user), for the identity's u=.
+    virtual std::string slurm_user() const = 0;
+    // One list call: the caller's jobs (`mine`), and with `all_users` every job of the queue.
+    virtual Result<SlurmListing> listing(bool all_users) = 0;
 
     // ---- Shared steps ----
     // The partition facts a submit needs (from this invocation's inventory, else one at most `max_age`
     // old) and the plan built on them; "partition gone" when the placement's pool is no longer there.
+    // With an identity (a submit, not a render), the plan carries it, with the Slurm user, for the comment.
     Result<SubmitPlan> plan_on_partition(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
-                                         const std::string& token, std::chrono::seconds max_age);
+                                         const JobIdentity& identity, std::chrono::seconds max_age);
+
     // HOME/<token>-%j.out, the pattern Slurm writes a job's output to.
     static std::string output_pattern(const std::string& home, const std::string& token);
     // `e` with this cluster's name before its message ("cluster gpu: ...").

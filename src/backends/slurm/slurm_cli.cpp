@@ -23,6 +23,10 @@ const std::string k_sep_text(1, k_sep);
 // squeue -O fields; `:0` asks for the whole value, the suffix is the separator. Name is last.
 constexpr std::string_view k_squeue_fields[] = {"JobID",   "State",    "Reason",  "exit_code", "StartTime",
                                                 "EndTime", "NodeList", "Comment", "Name"};
+// Discovery: the comment, free text anyone who can submit may write, comes last.
+constexpr std::string_view k_discover_fields[] = {"JobID",    "State",    "Reason",     "exit_code",
+                                                  "StartTime", "EndTime", "NodeList",   "UserName",
+                                                  "SubmitTime", "NumNodes", "Comment"};
 constexpr std::string_view k_sacct_fields = "JobIDRaw,State,ExitCode,Start,End,NodeList,Reason,Comment";
 constexpr std::string_view k_node_fields[] = {"NodeHost", "StateLong", "CPUs",     "CPUsState",
                                               "Memory",   "Gres",      "GresUsed", "Partition"};
@@ -196,6 +200,22 @@ std::string squeue_comments_command() {
         {"squeue", "--noheader", "--states=all", "--me", "--Format=JobID:0" + k_sep_text + ",Comment:0"});
 }
 
+std::string discover_command(bool all_users) {
+    auto listing = [](bool mine) {
+        std::vector<std::string> words{"env", "SLURM_TIME_FORMAT=%s", "squeue", "--noheader", "--states=all"};
+        if (mine) {
+            words.push_back("--me");
+        }
+        words.push_back("--Format=" + format_option(k_discover_fields));
+        return command_line(words);
+    };
+    std::string out = command_line({"id", "-un"}) + " && " + listing(true);
+    if (all_users) {
+        out += " && " + command_line({"echo", std::string(k_discover_marker)}) + " && " + listing(false);
+    }
+    return out;
+}
+
 std::string sacct_command(const std::vector<std::string>& job_ids) {
     std::string ids;
     for (const auto& id : job_ids) {
@@ -284,6 +304,54 @@ Result<std::vector<SlurmJob>> parse_squeue(std::string_view out) {
         jobs.push_back(std::move(j));
     }
     return jobs;
+}
+
+Result<SlurmListing> parse_discover(std::string_view out) {
+    SlurmListing view;
+    const auto lines = lines_of(out);
+    if (lines.empty() || lines.front().find(k_sep) != std::string_view::npos) {
+        return fail(ErrorKind::remote, "id -un printed no user name");
+    }
+    view.me = std::string(lines.front());
+    constexpr std::size_t n = std::size(k_discover_fields);
+    bool everyone = false;
+    for (std::size_t i = 1; i < lines.size(); ++i) {
+        const auto line = lines[i];
+        if (line == k_discover_marker) {
+            everyone = true;
+            continue;
+        }
+        // A comment is anyone's free text and may hold a line break: a line of the wrong shape is
+        // counted and skipped, never a reason to show nothing.
+        auto f = split_fields(line, n, k_sep);
+        SlurmJob j;
+        bool ok = f && all_digits((*f)[0]) && is_state_word((*f)[1]);
+        if (ok) {
+            j.job_id = (*f)[0];
+            j.state = (*f)[1];
+            j.state_reason = (*f)[2];
+            auto start = parse_time((*f)[4]);
+            auto end = parse_time((*f)[5]);
+            auto submitted = parse_time((*f)[8]);
+            auto nodes = to_int((*f)[9]);
+            ok = start && end && submitted && nodes && *nodes >= 0 && *nodes <= 1'000'000;
+            if (ok) {
+                j.start_time = *start;
+                j.end_time = *end;
+                j.submit_time = *submitted;
+                j.node_count = static_cast<int>(*nodes);
+            }
+            j.nodes = none_if_null((*f)[6]);
+            j.user = (*f)[7];
+            j.comment = none_if_null((*f)[10]);
+        }
+        if (!ok) {
+            ++view.unreadable;
+            continue;
+        }
+        (everyone ? view.everyone : view.mine).push_back(std::move(j));
+    }
+    return view;
 }
 
 std::optional<std::string> find_comment(std::string_view out, std::string_view token) {

@@ -42,6 +42,11 @@ std::string srun_beside_command(const std::string& job_id, const std::string& no
 std::string squeue_command(const std::vector<std::string>& job_ids);
 // Every job of the calling user with its comment, to find a submit by its token.
 std::string squeue_comments_command();
+// Discovery (issue 31), one round trip: the user's name (id -un), every job of the user (squeue --me),
+// and with `all_users` a marker line and every job of the queue.
+std::string discover_command(bool all_users);
+inline constexpr std::string_view k_discover_marker = "tandem-everyone";
+Result<SlurmListing> parse_discover(std::string_view out);
 // One sacct call (allocations only) for the given ids.
 std::string sacct_command(const std::vector<std::string>& job_ids);
 std::string scancel_command(const std::string& job_id);

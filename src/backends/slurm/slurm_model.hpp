@@ -26,6 +26,7 @@ struct MountCopy {
 struct SubmitPlan {
     std::int64_t tandem_id = 0;
     std::string submit_token; // random, written to the job's comment: finds a submit that was retried
+    std::string identity;     // the job's identity (core/identity.hpp), after the token in the comment
     std::string job_name;     // spec name
     std::string partition;    // placement pool
     int nodes = 1;
@@ -62,8 +63,19 @@ struct SlurmJob {
     std::optional<int> signal;            // the signal that ended it, if any
     std::optional<std::int64_t> start_time, end_time; // Unix seconds; absent when 0 or unset
     std::string nodes;                                // "gpu[1-2]"
-    std::string comment;                              // tandem's submit token
+    std::string comment;                              // tandem's submit token and identity
+    std::string user;                                 // the job's user (discovery reads it)
+    std::optional<std::int64_t> submit_time;
+    int node_count = 0;                               // 0: not reported
     std::string standard_output;                      // the resolved output path when Slurm reports it
+};
+
+// What discovery (issue 31) reads from one list call: who the caller is, the caller's jobs, and (asked
+// for every user) everyone's.
+struct SlurmListing {
+    std::string me;
+    std::vector<SlurmJob> mine, everyone;
+    std::size_t unreadable = 0; // lines of the wrong shape (a comment with a line break)
 };
 
 struct SlurmPartition {

@@ -236,8 +236,8 @@ Result<std::pair<std::vector<SlurmPartition>, std::vector<SlurmNode>>> SlurmRest
 }
 
 Result<SubmitPlan> SlurmRestBackend::submit_plan(const TaskSpec& spec, const Placement& placement,
-                                                 std::int64_t job_id, const std::string& token) {
-    auto built = plan_on_partition(spec, placement, job_id, token, std::chrono::seconds(0));
+                                                 std::int64_t job_id, const JobIdentity& identity) {
+    auto built = plan_on_partition(spec, placement, job_id, identity, std::chrono::seconds(0));
     if (!built) {
         return tl::unexpected(built.error());
     }
@@ -254,9 +254,9 @@ Result<SubmitPlan> SlurmRestBackend::submit_plan(const TaskSpec& spec, const Pla
 Result<SlurmRestBackend::Prepared> SlurmRestBackend::prepare_submit(const TaskSpec& spec,
                                                                     const Placement& placement,
                                                                     std::int64_t job_id, bool mask_secrets,
-                                                                    const std::string& token,
+                                                                    const JobIdentity& identity,
                                                                     const std::vector<MountCopy>& mounts) {
-    auto plan = submit_plan(spec, placement, job_id, token);
+    auto plan = submit_plan(spec, placement, job_id, identity);
     if (!plan) {
         return tl::unexpected(plan.error());
     }
@@ -321,7 +321,8 @@ Result<std::optional<std::string>> SlurmRestBackend::find_by_token(const std::st
 }
 
 Result<std::string> SlurmRestBackend::submit(const TaskSpec& given, const Placement& placement,
-                                             std::int64_t job_id, const std::string& token) {
+                                             std::int64_t job_id, const JobIdentity& identity) {
+    const std::string& token = identity.token;
     // With ssh: the workdir and file_mounts are sent to the cluster first and the job runs in its copy.
     std::vector<MountCopy> mounts;
     auto uploaded =
@@ -331,7 +332,7 @@ Result<std::string> SlurmRestBackend::submit(const TaskSpec& given, const Placem
         return tl::unexpected(uploaded.error());
     }
     const TaskSpec& spec = *uploaded;
-    auto prepared = prepare_submit(spec, placement, job_id, false, token, mounts);
+    auto prepared = prepare_submit(spec, placement, job_id, false, identity, mounts);
     if (!prepared) {
         return tl::unexpected(prepared.error());
     }
@@ -389,7 +390,8 @@ Status SlurmRestBackend::publish(const JobRecord& job, const std::string& channe
     std::string comment;
     for (const auto& j : *listed) {
         if (j.job_id == job.remote_id) {
-            comment = j.comment.substr(0, j.comment.find(k_comment_book_marker));
+            comment = j.comment.substr(0, std::min(j.comment.find(k_comment_book_marker),
+                                                   j.comment.find(k_old_comment_book_marker)));
         }
     }
     comment += std::string(k_comment_book_marker) + net::base64_encode(book);

@@ -26,7 +26,7 @@ public:
     Result<std::string> render(const TaskSpec& spec, const Placement& placement,
                                std::int64_t job_id) override;
     Result<std::string> submit(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
-                               const std::string& token) override;
+                               const JobIdentity& identity) override;
     Result<std::vector<JobUpdate>> refresh(const std::vector<JobRecord>& jobs) override;
     Status cancel(const JobRecord& job) override;
     Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
@@ -43,6 +43,8 @@ private:
     Result<std::pair<std::vector<SlurmPartition>, std::vector<SlurmNode>>> read_partitions() override;
     Result<std::vector<SlurmJob>> listed_jobs(const std::string&) override { return list_jobs(); }
     Result<std::optional<std::string>> find_by_token(const std::string& token) override;
+    std::string slurm_user() const override { return m_settings.rest->user; }
+    Result<SlurmListing> listing(bool all_users) override;
     net::RemoteHost* login_host() override { return m_files.get(); }
     Result<std::string> home() override { return m_settings.home; }
 
@@ -51,7 +53,7 @@ private:
     Result<nlohmann::json> call(const std::string& method, const std::string& path, const std::string& body,
                                 bool idempotent, bool jobs_only = false);
     Result<SubmitPlan> submit_plan(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
-                                   const std::string& token);
+                                   const JobIdentity& identity);
     struct Prepared {
         SubmitPlan plan;
         std::string script;
@@ -59,7 +61,7 @@ private:
     };
     // What submit sends and render shows, built once for both.
     Result<Prepared> prepare_submit(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
-                                    bool mask_secrets, const std::string& token = {},
+                                    bool mask_secrets, const JobIdentity& identity = {},
                                     const std::vector<MountCopy>& mounts = {});
     // slurm_rest_jobs.cpp: GET /jobs (skimmed), incremental with a snapshot, accounting for the rest.
     Result<std::vector<SlurmJob>> list_jobs();

@@ -58,6 +58,24 @@ Result<std::vector<SlurmJob>> SlurmRestBackend::list_jobs() {
     return parse_job_list(**answer);
 }
 
+// GET /jobs lists every user's jobs, each with its user_name.
+Result<SlurmListing> SlurmRestBackend::listing(bool all_users) {
+    auto jobs = list_jobs();
+    if (!jobs) {
+        return tl::unexpected(jobs.error());
+    }
+    SlurmListing out;
+    out.me = m_settings.rest->user;
+    for (auto& j : *jobs) {
+        if (j.user == out.me) {
+            out.mine.push_back(std::move(j));
+        } else if (all_users) {
+            out.everyone.push_back(std::move(j));
+        }
+    }
+    return out;
+}
+
 Result<std::optional<SlurmJob>> SlurmRestBackend::accounting_job(const std::string& slurm_id) {
     if (!m_api->accounting) {
         return std::optional<SlurmJob>{};

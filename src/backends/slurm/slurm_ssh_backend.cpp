@@ -80,6 +80,24 @@ Result<std::string> SlurmSshBackend::home() {
     return m_settings.home;
 }
 
+// ssh.user, else the user the connection names (user@host:port: ~/.ssh/config's, else the local one).
+std::string SlurmSshBackend::slurm_user() const {
+    if (!m_settings.ssh->user.empty()) {
+        return m_settings.ssh->user;
+    }
+    const std::string who = m_host ? m_host->describe() : std::string();
+    const auto at = who.find('@');
+    return at == std::string::npos ? std::string() : who.substr(0, at);
+}
+
+Result<SlurmListing> SlurmSshBackend::listing(bool all_users) {
+    auto out = run_ok("squeue", cli::discover_command(all_users));
+    if (!out) {
+        return tl::unexpected(out.error());
+    }
+    return cli::parse_discover(*out);
+}
+
 Result<std::string> SlurmSshBackend::check() {
     auto out = run_ok("sinfo --version", cli::version_command());
     if (!out) {
@@ -111,8 +129,8 @@ Result<std::pair<std::vector<SlurmPartition>, std::vector<SlurmNode>>> SlurmSshB
 Result<SlurmSshBackend::Prepared> SlurmSshBackend::prepare(const TaskSpec& spec, const Placement& placement,
                                                            std::int64_t job_id,
                                                            const std::string& working_directory,
-                                                           const std::string& token) {
-    auto plan = plan_on_partition(spec, placement, job_id, token, std::chrono::seconds(30));
+                                                           const JobIdentity& identity) {
+    auto plan = plan_on_partition(spec, placement, job_id, identity, std::chrono::seconds(30));
     if (!plan) {
         return tl::unexpected(plan.error());
     }
@@ -215,13 +233,13 @@ Result<std::optional<std::string>> SlurmSshBackend::find_by_token(const std::str
 }
 
 Result<std::string> SlurmSshBackend::submit(const TaskSpec& spec, const Placement& placement,
-                                            std::int64_t job_id, const std::string& token) {
+                                            std::int64_t job_id, const JobIdentity& identity) {
     // The token names the uploaded workdir too, so it is known to prepare() before the upload.
     auto h = home();
     if (!h) {
         return tl::unexpected(h.error());
     }
-    auto prepared = prepare(spec, placement, job_id, "", token);
+    auto prepared = prepare(spec, placement, job_id, "", identity);
     if (!prepared) {
         return tl::unexpected(prepared.error());
     }

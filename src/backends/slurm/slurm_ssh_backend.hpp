@@ -27,7 +27,7 @@ public:
     Result<std::string> render(const TaskSpec& spec, const Placement& placement,
                                std::int64_t job_id) override;
     Result<std::string> submit(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
-                               const std::string& token) override;
+                               const JobIdentity& identity) override;
     Result<std::vector<JobUpdate>> refresh(const std::vector<JobRecord>& jobs) override;
     Status cancel(const JobRecord& job) override;
     Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
@@ -41,6 +41,8 @@ private:
     Result<std::vector<SlurmJob>> listed_jobs(const std::string& slurm_id) override { return squeue({slurm_id}); }
     // In squeue, else (it ended and left slurmctld) by its output file.
     Result<std::optional<std::string>> find_by_token(const std::string& token) override;
+    std::string slurm_user() const override;
+    Result<SlurmListing> listing(bool all_users) override;
     net::RemoteHost* login_host() override { return m_host.get(); }
     // No user in the config (a ~/.ssh/config alias): asked of the login node once per invocation.
     Result<std::string> home() override;
@@ -54,7 +56,7 @@ private:
         std::string script;
     };
     Result<Prepared> prepare(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
-                             const std::string& working_directory, const std::string& token = {});
+                             const std::string& working_directory, const JobIdentity& identity = {});
     Result<std::vector<SlurmJob>> squeue(const std::vector<std::string>& ids);
     Result<std::vector<SlurmJob>> sacct(const std::vector<std::string>& ids);
 

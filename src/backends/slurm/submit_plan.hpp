@@ -17,10 +17,17 @@ namespace tandem::slurm {
 // "tandem-<16 hex digits>", from the system's random device: written to the job's comment.
 std::string random_submit_token();
 
-// A job's comment holds its submit token alone, or followed by a group's address book (";tandem-hosts=...").
+// A job's comment: its submit token, then its identity (core/identity.hpp), then, for a group member reached
+// over slurmrestd alone, the group's address book, each a word of its own:
+//   tandem-ab12cd34ef tandem:1:t=ab12cd34ef;n=train;u=alice;... tandem-hosts=<base64>
+// (tandem before issue 31 wrote the token alone, or the token and ";tandem-hosts=...").
+inline std::string job_comment(const SubmitPlan& plan) {
+    return plan.identity.empty() ? plan.submit_token : plan.submit_token + " " + plan.identity;
+}
+
 inline bool comment_has_token(std::string_view comment, std::string_view token) {
     return !token.empty() && comment.substr(0, token.size()) == token &&
-           (comment.size() == token.size() || comment[token.size()] == ';');
+           (comment.size() == token.size() || comment[token.size()] == ';' || comment[token.size()] == ' ');
 }
 
 // The time limit is config.slurm.time when the task sets one; otherwise none is asked and Slurm applies

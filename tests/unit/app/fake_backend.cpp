@@ -11,7 +11,7 @@ namespace tandem::testing {
 
 namespace {
 
-class FakeBackend final : public Backend, public GroupAddresses {
+class FakeBackend final : public Backend, public GroupAddresses, public Discovery {
 public:
     FakeBackend(std::string name, std::shared_ptr<FakeCluster> cluster)
         : m_name(std::move(name)), m_cluster(std::move(cluster)) {}
@@ -44,7 +44,9 @@ public:
     }
 
     Result<std::string> submit(const TaskSpec&, const Placement&, std::int64_t,
-                               const std::string& token) override {
+                               const JobIdentity& identity) override {
+        const std::string& token = identity.token;
+        m_cluster->identities.push_back(identity);
         auto& c = *m_cluster;
         if (!c.submit_answers.empty()) {
             auto answer = std::move(c.submit_answers.front());
@@ -108,7 +110,23 @@ public:
     Capabilities capabilities() override {
         Capabilities c;
         c.group_addresses = this;
+        c.discovery = m_cluster->discovery ? this : nullptr;
         return c;
+    }
+
+    Result<Discovered> discover(bool all_users) override {
+        ++m_cluster->discoveries;
+        if (m_cluster->refresh_error) {
+            return tl::unexpected(*m_cluster->refresh_error);
+        }
+        Discovered d;
+        d.me = m_cluster->me;
+        for (const auto& f : m_cluster->listed) {
+            if (f.callers || all_users) {
+                d.jobs.push_back(f);
+            }
+        }
+        return d;
     }
 
     Result<std::optional<std::vector<std::string>>> hosts(const JobRecord& job) override {
@@ -178,6 +196,7 @@ app::Session fake_session(FakeWorld& world, const TempDir& dir) {
     seams.now = [&world] { return world.now; };
     seams.new_token = [&world] { return fmt::format("token{}", ++world.tokens); };
     seams.current_dir = [&dir] { return dir.path(); };
+    seams.host_name = [] { return std::string("laptop"); };
     seams.files = sys::real_files();
     seams.make_backend = [&world](const ClusterConfig& c,
                                   const std::string&) -> Result<std::unique_ptr<Backend>> {

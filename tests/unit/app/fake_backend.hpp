@@ -36,6 +36,13 @@ struct FakeCluster {
     std::vector<std::string> unpublished;                  // channels
     int next_id = 100;
     int refreshes = 0;
+    std::vector<JobIdentity> identities; // what each submit was handed, in order
+    // Discovery: offered when set; what the cluster lists (callers: the cluster says they are the
+    // caller's), and who the caller is there.
+    bool discovery = false;
+    std::vector<FoundJob> listed;
+    std::string me = "me";
+    int discoveries = 0;
 };
 
 struct FakeWorld {

@@ -16,6 +16,14 @@
 
 using namespace tandem;
 using namespace std::chrono_literals;
+
+namespace {
+JobIdentity token_identity(const std::string& token) {
+    JobIdentity id;
+    id.token = token;
+    return id;
+}
+} // namespace
 namespace fs = std::filesystem;
 
 namespace {
@@ -41,7 +49,7 @@ TaskSpec task(std::string run, std::string setup = {}) {
 }
 
 JobRecord submitted(local::LocalBackend& backend, const TaskSpec& spec, std::int64_t id) {
-    auto remote = backend.submit(spec, Placement{}, id, "abcde12345");
+    auto remote = backend.submit(spec, Placement{}, id, token_identity("abcde12345"));
     INFO((remote ? std::string() : remote.error().message));
     REQUIRE(remote);
     JobRecord job;

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <sys/wait.h>
 
+#include "backends/k8s/labels.hpp"
 #include "backends/k8s/manifests.hpp"
 
 using namespace tandem;
@@ -442,4 +443,32 @@ TEST_CASE("k8s manifests: uploads add an init container on an emptyDir and pass 
     out = run_container(render(spec, plan).jobs[0], &code);
     CHECK(code == 1);
     std::system(fmt::format("rm -rf {}", root).c_str());
+}
+
+TEST_CASE("k8s manifests: the identity is an annotation on the Job, the user and group are labels") {
+    auto spec = spec_with("echo hi");
+    auto plan = plan_for(1, true);
+    plan.user = label_value("alice@example.com");
+    plan.group_token = "grp12345";
+    plan.identity = "tandem:1:t=ab12c;n=train;u=alice%40example.com";
+    auto m = render(spec, plan);
+    REQUIRE(m.jobs.size() == 1);
+    const auto& job = m.jobs[0];
+    CHECK(job["metadata"]["annotations"]["tandem.dev/identity"] == plan.identity);
+    CHECK(job["metadata"]["labels"]["tandem.dev/user"] == "alice.example.com");
+    CHECK(job["metadata"]["labels"]["tandem.dev/group"] == "grp12345");
+    CHECK(job["spec"]["template"]["metadata"]["labels"]["tandem.dev/user"] == "alice.example.com");
+    // A render (tandem plan) carries none of them.
+    auto bare = render(spec, plan_for(1, true)).jobs[0];
+    CHECK_FALSE(bare["metadata"].contains("annotations"));
+    CHECK_FALSE(bare["metadata"]["labels"].contains("tandem.dev/user"));
+}
+
+TEST_CASE("k8s label values: 63 characters at most, alphanumeric at both ends") {
+    CHECK(label_value("alice") == "alice");
+    CHECK(label_value("system:serviceaccount:ml:runner") == "system.serviceaccount.ml.runner");
+    CHECK(label_value("-_x_-") == "x");
+    CHECK(label_value("") == "unknown");
+    CHECK(label_value("@@@") == "unknown");
+    CHECK(label_value(std::string(100, 'a')).size() == 63);
 }

@@ -419,3 +419,41 @@ TEST_CASE("command lines: every word single-quoted, fields joined by the unit se
     CHECK(cli::squeue_comments_command().find("--only-job-state") == std::string::npos);
     CHECK(cli::squeue_command({"1"}).find("--only-job-state") == std::string::npos);
 }
+
+TEST_CASE("discovery: the user, the user's jobs and everyone's, one round trip; bad lines are counted") {
+    const std::string mine_cmd = cli::discover_command(false);
+    CHECK(mine_cmd.find("'id' '-un' && ") == 0);
+    CHECK(mine_cmd.find("'--me'") != std::string::npos);
+    CHECK(mine_cmd.find(std::string(cli::k_discover_marker)) == std::string::npos);
+    const std::string all_cmd = cli::discover_command(true);
+    CHECK(all_cmd.find(std::string(cli::k_discover_marker)) != std::string::npos);
+
+    const std::string sep = "\x1f";
+    auto line = [&](const std::string& id, const std::string& user, const std::string& comment) {
+        return id + sep + "RUNNING" + sep + "None" + sep + "0" + sep + "1700000100" + sep + "NONE" + sep +
+               "gpu[1-2]" + sep + user + sep + "1700000000" + sep + "2" + sep + comment + "\n";
+    };
+    const std::string comment = "tandem-abcdef1234 tandem:1:t=abcdef1234;n=train;u=alice";
+    // Bob's comment holds a line break and a forged line claiming alice: in the everyone section, the
+    // forged line is a job of its own, but never one of the caller's.
+    std::string forged = line("52", "alice", comment);
+    forged.pop_back();
+    const std::string out = "alice\n" + line("41", "alice", comment) + std::string(cli::k_discover_marker) +
+                            "\n" + line("41", "alice", comment) + line("50", "bob", "x\n" + forged) +
+                            line("51", "alice", "tandem:1:t=abcdef1234") + "not a job line\n";
+    auto view = cli::parse_discover(out);
+    REQUIRE(view);
+    CHECK(view->me == "alice");
+    REQUIRE(view->mine.size() == 1);
+    CHECK(view->mine[0].job_id == "41");
+    CHECK(view->mine[0].user == "alice");
+    CHECK(view->mine[0].comment == comment);
+    CHECK(view->mine[0].node_count == 2);
+    CHECK(view->mine[0].submit_time == 1700000000);
+    CHECK(view->mine[0].start_time == 1700000100);
+    REQUIRE(view->everyone.size() == 4); // 41, 50, the forged 52 and 51
+    CHECK(view->everyone[2].job_id == "52");
+    CHECK(view->unreadable == 1);         // the line of no shape
+
+    CHECK_FALSE(cli::parse_discover(""));
+}

@@ -64,7 +64,7 @@ TEST_CASE("a new store is created in WAL mode at the current schema version") {
     CHECK(raw_text(path, "PRAGMA journal_mode") == "wal");
     CHECK(raw_int(path, "SELECT count(*) FROM schema_version") == 1);
     CHECK(raw_int(path, "SELECT version FROM schema_version") == k_schema_version);
-    CHECK(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE type='index' AND name LIKE 'jobs_%'") == 3);
+    CHECK(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE type='index' AND name LIKE 'jobs_%'") == 4);
 
     SECTION("reopening an existing store keeps its rows and its single version row") {
         {
@@ -486,7 +486,8 @@ TEST_CASE("a schema 3 store gains the submit token column and keeps its rows") {
         auto store = open_ok(path);
         insert_ok(*store, sample_job("old"));
     }
-    REQUIRE(raw_exec(path, "ALTER TABLE jobs DROP COLUMN submit_token; UPDATE schema_version SET version = 3") ==
+    REQUIRE(raw_exec(path, "DROP INDEX jobs_submit_token; ALTER TABLE jobs DROP COLUMN submit_token; "
+                           "UPDATE schema_version SET version = 3") ==
             SQLITE_OK);
     auto store = open_ok(path);
     CHECK(raw_int(path, "SELECT version FROM schema_version") == k_schema_version);

@@ -14,6 +14,14 @@
 
 using namespace tandem;
 using namespace tandem::slurm;
+
+namespace {
+JobIdentity token_identity(const std::string& token) {
+    JobIdentity id;
+    id.token = token;
+    return id;
+}
+} // namespace
 namespace fs = std::filesystem;
 
 namespace {
@@ -102,10 +110,15 @@ Placement cpu() {
     return p;
 }
 
-std::string token_in(const std::string& script) {
+// The job's comment as the #SBATCH line gives it (quoted: it holds a blank).
+std::string comment_in(const std::string& script) {
     const auto at = script.find("--comment=");
     REQUIRE(at != std::string::npos);
-    return script.substr(at + 10, script.find('\n', at) - at - 10);
+    std::string value = script.substr(at + 10, script.find('\n', at) - at - 10);
+    if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'')) {
+        value = value.substr(1, value.size() - 2);
+    }
+    return value;
 }
 
 JobRecord record(std::int64_t id, std::string remote) {
@@ -120,21 +133,21 @@ JobRecord record(std::int64_t id, std::string remote) {
 
 TEST_CASE("a submit whose answer was lost is found by its token, not sent twice") {
     Fixture f;
-    std::string token;
+    std::string comment;
     f.host->respond = [&](const Call& c) -> Result<net::ExecResult> {
         if (c.command.find("'sinfo'") == 0) {
             return ok(fixture("sinfo-22.05.txt"));
         }
         if (c.command.find("sbatch --parsable") != std::string::npos) {
-            token = token_in(c.input);
+            comment = comment_in(c.input);
             return fail(ErrorKind::unavailable, "ssh to u@login:22: the connection was lost");
         }
         if (c.command.find("--me") != std::string::npos) {
-            return ok("5\x1f(null)\n77\x1f" + token + "\n");
+            return ok("5\x1f(null)\n77\x1f" + comment + "\n");
         }
         return fail(ErrorKind::internal, "unexpected command " + c.command);
     };
-    auto id = f.backend->submit(task(), cpu(), 1, "abcde12345");
+    auto id = f.backend->submit(task(), cpu(), 1, token_identity("abcde12345"));
     INFO((id ? "" : id.error().message));
     REQUIRE(id);
     CHECK(*id == "77");
@@ -148,7 +161,14 @@ TEST_CASE("a submit whose answer was lost is found by its token, not sent twice"
     std::ifstream out(f.state + "/jobs/1/slurm-output");
     std::string path;
     std::getline(out, path);
-    CHECK(token == "tandem-abcde12345"); // the launch's token, as the job's comment
+    // The comment: the launch's token, then the job's identity with the Slurm user.
+    const std::string token = comment.substr(0, comment.find(' '));
+    CHECK(token == "tandem-abcde12345");
+    auto identity = decode_identity(comment);
+    REQUIRE(identity);
+    REQUIRE(*identity);
+    CHECK((*identity)->token == "abcde12345");
+    CHECK((*identity)->user == "u");
     CHECK(path == "/home/u/" + token + "-77.out");
 }
 
@@ -160,7 +180,7 @@ TEST_CASE("sbatch refusing the job is one line with sbatch's own words") {
         }
         return net::ExecResult{1, "", "sbatch: error: Batch job submission failed: Invalid account\nmore\n"};
     };
-    auto id = f.backend->submit(task(), cpu(), 1, "abcde12345");
+    auto id = f.backend->submit(task(), cpu(), 1, token_identity("abcde12345"));
     REQUIRE_FALSE(id);
     CHECK(id.error().message ==
           "cluster lab: sbatch refused the job: sbatch: error: Batch job submission failed: Invalid account");
