@@ -68,7 +68,7 @@ DiscoveryReport discover_jobs(Session& ctx, bool all_users, const std::optional<
     std::vector<std::shared_ptr<ClusterAsk>> asks;
     std::vector<FanoutTask> tasks;
     for (const auto& c : ctx.config().clusters) {
-        if (c.found || (only && c.name != *only)) {
+        if (c.found || !c.discover_jobs || (only && c.name != *only)) {
             continue;
         }
         auto backend = ctx.backend(c.name);

@@ -241,7 +241,15 @@ Result<Config> parse_config(const std::string& text, const std::string& path) {
                 cc.kind = *kind;
                 for (auto it = c.begin(); it != c.end(); ++it) {
                     const auto key = it->first.as<std::string>("");
-                    if (key != "name" && key != "type") {
+                    if (key == "discover_jobs") {
+                        const std::string v = it->second.IsScalar() ? it->second.Scalar() : "";
+                        if (v == "true" || v == "false") {
+                            cc.discover_jobs = v == "true";
+                        } else {
+                            diags.push_back({loc_of(path, it->second.Mark()), field + ".discover_jobs",
+                                             "must be true or false"});
+                        }
+                    } else if (key != "name" && key != "type") {
                         std::size_t budget = k_max_setting_values + 1;
                         cc.settings[key] = to_json(it->second, budget);
                         if (budget == 0) {

@@ -33,6 +33,9 @@ struct ClusterConfig {
     // Made by tandem from what it found (a kubeconfig context), not written in config.yaml: `status`
     // does not look for other machines' jobs there (issue 31).
     bool found = false;
+    // `discover_jobs: false`: status keeps to this store's jobs there (a cluster shared by many of the
+    // user's own projects, each with its own TANDEM_HOME).
+    bool discover_jobs = true;
 };
 
 struct Config {

@@ -111,6 +111,7 @@ K8sHome::K8sHome(const std::string& kubeconfig, const std::string& context, cons
     std::string config = "clusters:\n"
                          "  - name: lab\n"
                          "    type: kubernetes\n"
+                         "    discover_jobs: false\n"
                          "    kubeconfig: " +
                          (kubeconfig.empty() ? k8s_setting("K8S_KUBECONFIG") : kubeconfig) +
                          "\n"

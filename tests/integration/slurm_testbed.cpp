@@ -9,7 +9,6 @@
 
 namespace tandem_test {
 
-
 bool testbed_is_24() {
     const char* which = std::getenv("TANDEM_TEST_SLURM");
     return which && std::string(which) == "slurm24";
@@ -20,7 +19,8 @@ std::string slurm_release() {
 }
 
 std::string testbed_script() {
-    return std::string(TANDEM_SOURCE_DIR) + (testbed_is_24() ? "/scripts/testbed/slurm24" : "/scripts/testbed/slurm");
+    return std::string(TANDEM_SOURCE_DIR) +
+           (testbed_is_24() ? "/scripts/testbed/slurm24" : "/scripts/testbed/slurm");
 }
 
 std::vector<std::pair<std::string, std::string>> slurm_jobs_named(const std::string& name) {
@@ -40,8 +40,8 @@ std::vector<std::pair<std::string, std::string>> slurm_jobs_named(const std::str
         }
     };
     if (slurm_accounting()) {
-        auto r = slurm_command({"sacct", "-a", "-X", "-n", "-P", "--name", name, "-S", "now-1hours", "-o",
-                                "JobID,State"});
+        auto r = slurm_command(
+            {"sacct", "-a", "-X", "-n", "-P", "--name", name, "-S", "now-1hours", "-o", "JobID,State"});
         INFO(r);
         REQUIRE(r.exit_code == 0);
         add_lines(r.out);
@@ -149,6 +149,7 @@ SlurmHome::SlurmHome(const std::string& token, const std::string& url) {
     home.write_config("clusters:\n"
                       "  - name: lab\n"
                       "    type: slurm\n"
+                      "    discover_jobs: false\n"
                       "    rest:\n"
                       "      url: " +
                       (url.empty() ? env.at("SLURM_REST_URL") : url) +
@@ -157,8 +158,8 @@ SlurmHome::SlurmHome(const std::string& token, const std::string& url) {
                       env.at("SLURM_JWT_USER") +
                       "\n"
                       "      token_env: SLURM_JWT\n" +
-                      rest_api_pin_line() + default_partition_line() + "    home: " +
-                      env.at("SLURM_USER_HOME") + "\n");
+                      rest_api_pin_line() + default_partition_line() +
+                      "    home: " + env.at("SLURM_USER_HOME") + "\n");
     options.env = home.base_env();
     options.env["SLURM_JWT"] = token.empty() ? env.at("SLURM_JWT") : token;
 }

@@ -31,6 +31,7 @@ struct FaultHome {
         home.write_config("clusters:\n"
                           "  - name: rest\n"
                           "    type: slurm\n"
+                          "    discover_jobs: false\n"
                           "    rest:\n"
                           "      url: " +
                           s.at("SLURM_REST_URL") +
@@ -44,6 +45,7 @@ struct FaultHome {
                           "\n"
                           "  - name: ssh\n"
                           "    type: slurm\n"
+                          "    discover_jobs: false\n"
                           "    ssh:\n"
                           "      host: " +
                           s.at("SLURM_SSH_HOST") +
@@ -65,6 +67,7 @@ struct FaultHome {
                           "\n"
                           "  - name: k8s\n"
                           "    type: kubernetes\n"
+                          "    discover_jobs: false\n"
                           "    kubeconfig: " +
                           k8s_setting("K8S_KUBECONFIG_CERT") +
                           "\n"

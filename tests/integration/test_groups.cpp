@@ -26,23 +26,34 @@ struct GroupLab {
         const auto& s = slurm_env();
         std::string ssh;
         if (slurm_ssh) {
-            ssh = "    ssh:\n      host: " + s.at("SLURM_SSH_HOST") + "\n      port: \"" + s.at("SLURM_SSH_PORT") +
-                  "\"\n      user: " + s.at("SLURM_SSH_USER") + "\n      identity_file: " + s.at("SLURM_SSH_KEY") +
+            ssh = "    ssh:\n      host: " + s.at("SLURM_SSH_HOST") + "\n      port: \"" +
+                  s.at("SLURM_SSH_PORT") + "\"\n      user: " + s.at("SLURM_SSH_USER") +
+                  "\n      identity_file: " + s.at("SLURM_SSH_KEY") +
                   "\n      known_hosts: " + s.at("SLURM_SSH_KNOWN_HOSTS") + "\n";
         }
         home.write_config("clusters:\n"
                           "  - name: lab\n"
                           "    type: slurm\n"
+                          "    discover_jobs: false\n"
                           "    rest:\n"
-                          "      url: " + s.at("SLURM_REST_URL") + "\n"
-                          "      user: " + s.at("SLURM_JWT_USER") + "\n"
-                          "      token_env: SLURM_JWT\n" + rest_api_pin_line() + ssh +
-                          default_partition_line() +
-                          "    home: " + s.at("SLURM_USER_HOME") + "\n"
+                          "      url: " +
+                          s.at("SLURM_REST_URL") +
+                          "\n"
+                          "      user: " +
+                          s.at("SLURM_JWT_USER") +
+                          "\n"
+                          "      token_env: SLURM_JWT\n" +
+                          rest_api_pin_line() + ssh + default_partition_line() +
+                          "    home: " + s.at("SLURM_USER_HOME") +
+                          "\n"
                           "  - name: k8s\n"
                           "    type: kubernetes\n"
-                          "    kubeconfig: " + k8s_setting("K8S_KUBECONFIG_CERT") + "\n"
-                          "    namespace: " + k8s_setting("K8S_NAMESPACE") + "\n");
+                          "    discover_jobs: false\n"
+                          "    kubeconfig: " +
+                          k8s_setting("K8S_KUBECONFIG_CERT") +
+                          "\n"
+                          "    namespace: " +
+                          k8s_setting("K8S_NAMESPACE") + "\n");
         options.env = home.base_env();
         options.env["SLURM_JWT"] = s.at("SLURM_JWT");
         options.env["SSH_AUTH_SOCK"] = std::nullopt;
@@ -71,7 +82,8 @@ struct GroupLab {
     json wait_terminal(int id, std::chrono::milliseconds limit = 120s) const {
         const auto deadline = std::chrono::steady_clock::now() + limit;
         json j = job(id);
-        while (!is_terminal_state(j["state"].get<std::string>()) && std::chrono::steady_clock::now() < deadline) {
+        while (!is_terminal_state(j["state"].get<std::string>()) &&
+               std::chrono::steady_clock::now() < deadline) {
             std::this_thread::sleep_for(500ms);
             j = job(id);
         }
@@ -126,7 +138,8 @@ TEST_CASE("the RL example runs across Slurm and Kubernetes, its members talking 
     GroupLab lab;
     const int port = port_base();
     auto r = lab.tandem({"launch", examples_dir() + "/rl-pipeline.yaml", "--env",
-                         "BUFFER_PORT=" + std::to_string(port), "--env", "REWARD_PORT=" + std::to_string(port + 1)},
+                         "BUFFER_PORT=" + std::to_string(port), "--env",
+                         "REWARD_PORT=" + std::to_string(port + 1)},
                         240s);
     INFO(r);
     REQUIRE(r.exit_code == 0);
@@ -135,7 +148,8 @@ TEST_CASE("the RL example runs across Slurm and Kubernetes, its members talking 
     CHECK(contains(r.out, "[rollout/0] rollout 0: pushed 20 scored samples"));
     CHECK(contains(r.out, "[rollout/1] rollout 1: pushed 20 scored samples"));
     for (const char* rank : {"0", "1"}) {
-        CHECK(contains(r.out, std::string("[trainer/") + rank + "] trainer rank " + rank + " step 2: batch of 8"));
+        CHECK(contains(r.out,
+                       std::string("[trainer/") + rank + "] trainer rank " + rank + " step 2: batch of 8"));
         CHECK(contains(r.out, std::string("[trainer/") + rank + "] trainer rank " + rank + ": done"));
     }
     auto group = lab.job(1);
@@ -161,10 +175,11 @@ TEST_CASE("the RL example runs across Slurm and Kubernetes, its members talking 
 
 TEST_CASE("a pipeline across Slurm and Kubernetes stops at its failing stage with that stage's exit code") {
     GroupLab lab;
-    const auto file = lab.home.write("pipe.yaml", "name: pipe\n---\n"
-                                                  "name: fetch\nresources: {infra: slurm}\nrun: echo fetched\n---\n"
-                                                  "name: train\nresources: {infra: k8s}\nrun: |\n  echo training\n  exit 3\n---\n"
-                                                  "name: publish\nresources: {infra: slurm}\nrun: echo published\n");
+    const auto file = lab.home.write(
+        "pipe.yaml", "name: pipe\n---\n"
+                     "name: fetch\nresources: {infra: slurm}\nrun: echo fetched\n---\n"
+                     "name: train\nresources: {infra: k8s}\nrun: |\n  echo training\n  exit 3\n---\n"
+                     "name: publish\nresources: {infra: slurm}\nrun: echo published\n");
     auto r = lab.tandem({"launch", file});
     INFO(r);
     CHECK(r.exit_code == 3);
@@ -185,14 +200,18 @@ TEST_CASE("a pipeline across Slurm and Kubernetes stops at its failing stage wit
 
 TEST_CASE("when the primary ends, the auxiliaries on both backends are stopped after termination_delay") {
     GroupLab lab;
-    const auto file = lab.home.write("term.yaml", "name: term\nexecution: parallel\nprimary_tasks: [main]\n"
-                                                  "termination_delay: 4s\n---\n"
-                                                  "name: main\nresources: {infra: k8s}\nrun: sleep 2\n---\n"
-                                                  "name: helper-slurm\nresources: {infra: slurm}\nrun: sleep 300\n---\n"
-                                                  "name: helper-k8s\nresources: {infra: k8s}\nrun: sleep 300\n");
+    const auto file =
+        lab.home.write("term.yaml", "name: term\nexecution: parallel\nprimary_tasks: [main]\n"
+                                    "termination_delay: 4s\n---\n"
+                                    "name: main\nresources: {infra: k8s}\nrun: sleep 2\n---\n"
+                                    "name: helper-slurm\nresources: {infra: slurm}\nrun: sleep 300\n---\n"
+                                    "name: helper-k8s\nresources: {infra: k8s}\nrun: sleep 300\n");
     const auto& s = slurm_env();
-    const std::string ssh = "ssh " + s.at("SLURM_SSH_OPTS") + " " + s.at("SLURM_SSH_USER") + "@" + s.at("SLURM_SSH_HOST");
-    auto books = [&] { return run({"/usr/bin/env", "bash", "-c", ssh + " 'ls ~/.tandem/groups 2>/dev/null | wc -l'"}).out; };
+    const std::string ssh =
+        "ssh " + s.at("SLURM_SSH_OPTS") + " " + s.at("SLURM_SSH_USER") + "@" + s.at("SLURM_SSH_HOST");
+    auto books = [&] {
+        return run({"/usr/bin/env", "bash", "-c", ssh + " 'ls ~/.tandem/groups 2>/dev/null | wc -l'"}).out;
+    };
     const auto books_before = books();
     auto r = lab.tandem({"launch", "--wait", "--json", file});
     INFO(r);
@@ -218,17 +237,18 @@ TEST_CASE("when the primary ends, the auxiliaries on both backends are stopped a
     }
     auto slurm_job = member(group, "helper-slurm")["remote_id"].get<std::string>();
     auto squeue = run({"/usr/bin/env", "bash", "-c",
-                       "ssh " + s.at("SLURM_SSH_OPTS") + " " + s.at("SLURM_SSH_USER") + "@" + s.at("SLURM_SSH_HOST") +
-                           " squeue -h -j " + slurm_job + " -o %T"});
+                       "ssh " + s.at("SLURM_SSH_OPTS") + " " + s.at("SLURM_SSH_USER") + "@" +
+                           s.at("SLURM_SSH_HOST") + " squeue -h -j " + slurm_job + " -o %T"});
     CHECK_FALSE(contains(squeue.out, "RUNNING"));
     check_gone_on_k8s(group);
 }
 
 TEST_CASE("cancel of a running group leaves nothing on either backend") {
     GroupLab lab;
-    const auto file = lab.home.write("c.yaml", "name: c\nexecution: parallel\n---\n"
-                                               "name: on-slurm\nnum_nodes: 2\nresources: {infra: slurm}\nrun: sleep 300\n---\n"
-                                               "name: on-k8s\nresources: {infra: k8s}\nrun: sleep 300\n");
+    const auto file = lab.home.write(
+        "c.yaml", "name: c\nexecution: parallel\n---\n"
+                  "name: on-slurm\nnum_nodes: 2\nresources: {infra: slurm}\nrun: sleep 300\n---\n"
+                  "name: on-k8s\nresources: {infra: k8s}\nrun: sleep 300\n");
     auto launched = lab.tandem({"launch", "-d", file});
     INFO(launched);
     REQUIRE(launched.exit_code == 0);
@@ -257,8 +277,8 @@ TEST_CASE("cancel of a running group leaves nothing on either backend") {
     std::string state;
     for (int i = 0; i < 60; ++i) {
         auto q = run({"/usr/bin/env", "bash", "-c",
-                      "ssh " + s.at("SLURM_SSH_OPTS") + " " + s.at("SLURM_SSH_USER") + "@" + s.at("SLURM_SSH_HOST") +
-                          " squeue -h -j " + slurm_job + " -o %T"});
+                      "ssh " + s.at("SLURM_SSH_OPTS") + " " + s.at("SLURM_SSH_USER") + "@" +
+                          s.at("SLURM_SSH_HOST") + " squeue -h -j " + slurm_job + " -o %T"});
         state = q.out;
         if (!contains(state, "RUNNING") && !contains(state, "COMPLETING")) {
             break;
@@ -271,9 +291,10 @@ TEST_CASE("cancel of a running group leaves nothing on either backend") {
 
 TEST_CASE("a group with one member nowhere to run submits nothing on any backend") {
     GroupLab lab;
-    const auto file = lab.home.write("n.yaml", "name: n\nexecution: parallel\n---\n"
-                                               "name: fine\nresources: {infra: k8s}\nrun: sleep 60\n---\n"
-                                               "name: impossible\nresources: {accelerators: B200:1}\nrun: true\n");
+    const auto file =
+        lab.home.write("n.yaml", "name: n\nexecution: parallel\n---\n"
+                                 "name: fine\nresources: {infra: k8s}\nrun: sleep 60\n---\n"
+                                 "name: impossible\nresources: {accelerators: B200:1}\nrun: true\n");
     auto r = lab.tandem({"launch", file});
     INFO(r);
     CHECK(r.exit_code == 2);
@@ -284,11 +305,12 @@ TEST_CASE("a group with one member nowhere to run submits nothing on any backend
 
 TEST_CASE("on a Slurm cluster reached only through slurmrestd the addresses arrive in the job's comment") {
     GroupLab lab(false);
-    const auto file = lab.home.write("r.yaml", "name: r\nexecution: parallel\n---\n"
-                                               "name: pod\nresources: {infra: k8s}\n"
-                                               "run: echo \"pod sees [$(echo $TANDEM_GROUP_BATCH_HOSTS)]\"\n---\n"
-                                               "name: batch\nnum_nodes: 2\nresources: {infra: slurm}\n"
-                                               "run: echo \"rank $TANDEM_NODE_RANK sees pod at $TANDEM_GROUP_POD_HOSTS\"\n");
+    const auto file = lab.home.write(
+        "r.yaml", "name: r\nexecution: parallel\n---\n"
+                  "name: pod\nresources: {infra: k8s}\n"
+                  "run: echo \"pod sees [$(echo $TANDEM_GROUP_BATCH_HOSTS)]\"\n---\n"
+                  "name: batch\nnum_nodes: 2\nresources: {infra: slurm}\n"
+                  "run: echo \"rank $TANDEM_NODE_RANK sees pod at $TANDEM_GROUP_POD_HOSTS\"\n");
     auto r = lab.tandem({"launch", file});
     INFO(r);
     CHECK(r.exit_code == 0);
@@ -299,12 +321,14 @@ TEST_CASE("on a Slurm cluster reached only through slurmrestd the addresses arri
     CHECK(lab.job(1)["state"] == "SUCCEEDED");
 }
 
-TEST_CASE("a member pending past its timeout moves to its next candidate while the rest of the group runs on") {
+TEST_CASE(
+    "a member pending past its timeout moves to its next candidate while the rest of the group runs on") {
     GroupLab lab;
     // Every GPU of both Slurm GPU nodes, so a GPU member waits there (reason Resources).
-    auto blocker = lab.tandem({"launch", "-d",
-                               lab.home.write("blocker.yaml", "name: blocker\nnum_nodes: 2\nresources: {infra: "
-                                                              "slurm/lab/gpu, accelerators: H100:8}\nrun: sleep 300\n")});
+    auto blocker = lab.tandem(
+        {"launch", "-d",
+         lab.home.write("blocker.yaml", "name: blocker\nnum_nodes: 2\nresources: {infra: "
+                                        "slurm/lab/gpu, accelerators: H100:8}\nrun: sleep 300\n")});
     INFO(blocker);
     REQUIRE(blocker.exit_code == 0);
     const int blocker_id = std::stoi(blocker.out);
@@ -312,13 +336,13 @@ TEST_CASE("a member pending past its timeout moves to its next candidate while t
         std::this_thread::sleep_for(500ms);
     }
     REQUIRE(lab.job(blocker_id)["state"] == "RUNNING");
-    const auto file = lab.home.write(
-        "move.yaml", "name: move\nexecution: parallel\nprimary_tasks: [mover]\n---\n"
-                     "name: mover\nresources:\n  ordered:\n"
-                     "    - {infra: slurm/lab/gpu, accelerators: H100:1}\n"
-                     "    - {infra: k8s, accelerators: H100:1}\n"
-                     "run: echo \"mover ran beside $TANDEM_GROUP_OTHER_HOSTS\"\n---\n"
-                     "name: other\nresources: {infra: k8s}\nrun: sleep 300\n");
+    const auto file =
+        lab.home.write("move.yaml", "name: move\nexecution: parallel\nprimary_tasks: [mover]\n---\n"
+                                    "name: mover\nresources:\n  ordered:\n"
+                                    "    - {infra: slurm/lab/gpu, accelerators: H100:1}\n"
+                                    "    - {infra: k8s, accelerators: H100:1}\n"
+                                    "run: echo \"mover ran beside $TANDEM_GROUP_OTHER_HOSTS\"\n---\n"
+                                    "name: other\nresources: {infra: k8s}\nrun: sleep 300\n");
     auto r = lab.tandem({"launch", "--pending-timeout", "5s", file}, 200s);
     INFO(r);
     CHECK(r.exit_code == 0);

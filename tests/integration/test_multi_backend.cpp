@@ -25,6 +25,7 @@ struct MultiHome {
         home.write_config("clusters:\n"
                           "  - name: lab\n"
                           "    type: slurm\n"
+                          "    discover_jobs: false\n"
                           "    rest:\n"
                           "      url: " +
                           slurm.at("SLURM_REST_URL") +
@@ -33,11 +34,12 @@ struct MultiHome {
                           slurm.at("SLURM_JWT_USER") +
                           "\n"
                           "      token_env: SLURM_JWT\n" +
-                          rest_api_pin_line() + default_partition_line() + "    home: " +
-                          slurm.at("SLURM_USER_HOME") +
+                          rest_api_pin_line() + default_partition_line() +
+                          "    home: " + slurm.at("SLURM_USER_HOME") +
                           "\n"
                           "  - name: k8s\n"
                           "    type: kubernetes\n"
+                          "    discover_jobs: false\n"
                           "    kubeconfig: " +
                           k8s_setting("K8S_KUBECONFIG") +
                           "\n"
@@ -204,23 +206,23 @@ TEST_CASE("the planner sends each task where only it can run, and the preference
 }
 
 TEST_CASE("a partition that refuses the job passes it to the next candidate, and status keeps the history") {
-    // 22.05: a partition the test user's group may not use: slurmctld refuses the submit (error 2003). Created
-    // open, then closed: 22.05 refuses AllowGroups on create ("Invalid user id"). A run cut short may
+    // 22.05: a partition the test user's group may not use: slurmctld refuses the submit (error 2003).
+    // Created open, then closed: 22.05 refuses AllowGroups on create ("Invalid user id"). A run cut short may
     // have left it behind.
     // 24.11 hides a partition the user's groups may not use (from REST's partition list too), so there
     // the refusal comes from MinNodes above the partition's node count, which tandem does not check and
     // slurmctld refuses at submit (EnforcePartLimits=ALL).
     (void)slurm_command({"scontrol", "delete", "PartitionName=locked"});
-    must_slurm({"scontrol", "create", "PartitionName=locked", "Nodes=gpu1,gpu2", "MaxTime=1-00:00:00",
-                "State=UP"});
+    must_slurm(
+        {"scontrol", "create", "PartitionName=locked", "Nodes=gpu1,gpu2", "MaxTime=1-00:00:00", "State=UP"});
     struct Drop {
-        ~Drop() {
-            (void)slurm_command({"scontrol", "delete", "PartitionName=locked"});
-        }
+        ~Drop() { (void)slurm_command({"scontrol", "delete", "PartitionName=locked"}); }
     } drop;
-    const std::string refusal = testbed_is_24() ? "Node count specification invalid: Batch job submission failed (error 2006)"
-                                                : "User's group not permitted to use this partition (error 2003)";
-    must_slurm({"scontrol", "update", "PartitionName=locked", testbed_is_24() ? "MinNodes=3" : "AllowGroups=root"});
+    const std::string refusal =
+        testbed_is_24() ? "Node count specification invalid: Batch job submission failed (error 2006)"
+                        : "User's group not permitted to use this partition (error 2003)";
+    must_slurm(
+        {"scontrol", "update", "PartitionName=locked", testbed_is_24() ? "MinNodes=3" : "AllowGroups=root"});
 
     MultiHome lab;
     const auto file = lab.task("refused", "name: refused\nresources:\n  ordered:\n"
@@ -319,11 +321,12 @@ TEST_CASE("a job pending past its timeout on Slurm is cancelled there and runs o
     CHECK((state == "CANCELLED" || state.empty()));
 
     // SkyPilot's config.slurm.provision_timeout is the pending timeout on Slurm (-1 on Kubernetes: wait).
-    const auto sky = lab.task("sky", "name: sky\nresources:\n  ordered:\n"
-                                     "    - {infra: slurm/lab/gpu, accelerators: " +
-                                         k_h100 + "}\n    - {infra: k8s, accelerators: " + k_h100 +
-                                         "}\nconfig:\n  slurm: {provision_timeout: 4}\n"
-                                         "  kubernetes: {provision_timeout: -1}\nrun: echo moved-by-provision\n");
+    const auto sky =
+        lab.task("sky", "name: sky\nresources:\n  ordered:\n"
+                        "    - {infra: slurm/lab/gpu, accelerators: " +
+                            k_h100 + "}\n    - {infra: k8s, accelerators: " + k_h100 +
+                            "}\nconfig:\n  slurm: {provision_timeout: 4}\n"
+                            "  kubernetes: {provision_timeout: -1}\nrun: echo moved-by-provision\n");
     auto moved = lab.tandem({"launch", "--wait", sky}, 180s);
     INFO(moved);
     CHECK(moved.exit_code == 0);

@@ -28,7 +28,8 @@ const std::map<std::string, std::string>& env24() {
         }
         return out;
     }();
-    INFO("the Slurm 24.11 testbed is not running: start it with scripts/testbed/slurm24 up (scripts/test does)");
+    INFO("the Slurm 24.11 testbed is not running: start it with scripts/testbed/slurm24 up (scripts/test "
+         "does)");
     REQUIRE(env.count("SLURM_REST_URL") == 1);
     return env;
 }
@@ -39,16 +40,21 @@ struct Lab24 {
     RunOptions options;
     explicit Lab24(const std::string& token = "", bool rest_only = false, bool default_partition = true) {
         const auto& e = env24();
-        const std::string rest = "clusters:\n  - name: lab24\n    type: slurm\n    rest:\n      url: " +
-                                 e.at("SLURM_REST_URL") + "\n      user: " + e.at("SLURM_JWT_USER") +
-                                 "\n      token_env: SLURM_JWT\n    home: " + e.at("SLURM_USER_HOME") + "\n" +
-                                 // slurmrestd v0.0.40+ does not say which partition is the default
-                                 (default_partition ? "    default_partition: cpu\n" : "");
-        home.write_config(rest_only ? rest : rest + "  - name: ssh24\n    type: slurm\n    ssh:\n      host: " +
-                          e.at("SLURM_SSH_HOST") + "\n      port: \"" + e.at("SLURM_SSH_PORT") + "\"\n      user: " +
-                          e.at("SLURM_SSH_USER") + "\n      identity_file: " + e.at("SLURM_SSH_KEY") +
-                          "\n      known_hosts: " + e.at("SLURM_SSH_KNOWN_HOSTS") + "\n    home: " +
-                          e.at("SLURM_USER_HOME") + "\n");
+        const std::string rest =
+            "clusters:\n  - name: lab24\n    type: slurm\n    discover_jobs: false\n    rest:\n      url: " +
+            e.at("SLURM_REST_URL") + "\n      user: " + e.at("SLURM_JWT_USER") +
+            "\n      token_env: SLURM_JWT\n    home: " + e.at("SLURM_USER_HOME") + "\n" +
+            // slurmrestd v0.0.40+ does not say which partition is the default
+            (default_partition ? "    default_partition: cpu\n" : "");
+        home.write_config(
+            rest_only
+                ? rest
+                : rest +
+                      "  - name: ssh24\n    type: slurm\n    discover_jobs: false\n    ssh:\n      host: " +
+                      e.at("SLURM_SSH_HOST") + "\n      port: \"" + e.at("SLURM_SSH_PORT") +
+                      "\"\n      user: " + e.at("SLURM_SSH_USER") + "\n      identity_file: " +
+                      e.at("SLURM_SSH_KEY") + "\n      known_hosts: " + e.at("SLURM_SSH_KNOWN_HOSTS") +
+                      "\n    home: " + e.at("SLURM_USER_HOME") + "\n");
         options.env = home.base_env();
         options.env["SLURM_JWT"] = token.empty() ? e.at("SLURM_JWT") : token;
     }
@@ -133,8 +139,8 @@ TEST_CASE("24.11: a plain task on a partition without MaxTime runs, over REST an
     Lab24 lab;
     for (const std::string cluster : {"lab24", "ssh24"}) {
         INFO(cluster);
-        auto file = lab.task(cluster, "name: stock\nresources: {infra: slurm/" + cluster +
-                                          "/batch}\nrun: sleep 2\n");
+        auto file =
+            lab.task(cluster, "name: stock\nresources: {infra: slurm/" + cluster + "/batch}\nrun: sleep 2\n");
         auto r = lab.tandem({"launch", "--wait", file}, 120s);
         INFO(r);
         CHECK(r.exit_code == 0);
@@ -146,8 +152,9 @@ TEST_CASE("24.11: cancel of a running and of a pending job, over REST and over S
     for (const std::string cluster : {"lab24", "ssh24"}) {
         INFO(cluster);
         const int running = launched(lab.tandem(
-            {"launch", "-d", lab.task("run-" + cluster, "name: long\nresources: {infra: slurm/" + cluster +
-                                                            "/gpu, accelerators: H100:8}\nnum_nodes: 2\nrun: sleep 300\n")}));
+            {"launch", "-d",
+             lab.task("run-" + cluster, "name: long\nresources: {infra: slurm/" + cluster +
+                                            "/gpu, accelerators: H100:8}\nnum_nodes: 2\nrun: sleep 300\n")}));
         int pending = 0;
         // Whatever fails below, the jobs do not go on holding every GPU node for the tests after this one
         // (a failed run left them held, and the multi-backend planner test then found the GPUs busy).
@@ -162,9 +169,10 @@ TEST_CASE("24.11: cancel of a running and of a pending job, over REST and over S
         }};
         // The nodes the previous cluster's cancelled job held may take a while to come back.
         REQUIRE(lab.wait_state(running, "RUNNING", 150s)["state"] == "RUNNING");
-        pending = launched(lab.tandem(
-            {"launch", "-d", lab.task("pend-" + cluster, "name: waits\nresources: {infra: slurm/" + cluster +
-                                                             "/gpu, accelerators: H100:8}\nrun: sleep 300\n")}));
+        pending = launched(
+            lab.tandem({"launch", "-d",
+                        lab.task("pend-" + cluster, "name: waits\nresources: {infra: slurm/" + cluster +
+                                                        "/gpu, accelerators: H100:8}\nrun: sleep 300\n")}));
         CHECK(lab.wait_state(pending, "PENDING", 5s)["state"] == "PENDING");
         auto c = lab.tandem({"cancel", std::to_string(pending), std::to_string(running)});
         INFO(c);
@@ -180,7 +188,8 @@ TEST_CASE("24.11: a bad token is refused with the cluster named (HTTP 511, error
     INFO(check);
     CHECK(check.exit_code == 4);
     CHECK(contains(check.out, "refused the token of user slurmtest (HTTP 511)"));
-    auto launch = lab.tandem({"launch", "-d", lab.task("t", "name: t\nresources: {infra: slurm/lab24}\nrun: true\n")});
+    auto launch =
+        lab.tandem({"launch", "-d", lab.task("t", "name: t\nresources: {infra: slurm/lab24}\nrun: true\n")});
     INFO(launch);
     CHECK(launch.exit_code == 4);
     CHECK(contains(launch.err, "cluster lab24: slurmrestd at http://127.0.0.1:7820 refused the token of user "
@@ -189,16 +198,18 @@ TEST_CASE("24.11: a bad token is refused with the cluster named (HTTP 511, error
     CHECK(launch.err_lines_starting("tandem: error: ").size() == 1);
 }
 
-TEST_CASE("slurm 24.11: a job group's addresses reach a REST-only member (job comment) and an SSH member (file)") {
+TEST_CASE(
+    "slurm 24.11: a job group's addresses reach a REST-only member (job comment) and an SSH member (file)") {
     Lab24 lab;
-    const auto file = lab.task("group", "name: g24\nexecution: parallel\n---\n"
-                                        "name: rest\nnum_nodes: 2\nresources: {infra: slurm/lab24}\n"
-                                        // Its output is not readable here (REST only): it fails unless the
-                                        // addresses arrived.
-                                        "run: test -n \"$TANDEM_GROUP_SSH_HOSTS\" && "
-                                        "test \"$(echo $TANDEM_GROUP_MEMBERS)\" = \"rest ssh\"\n---\n"
-                                        "name: ssh\nresources: {infra: slurm/ssh24}\n"
-                                        "run: echo \"ssh sees rest at [$(echo $TANDEM_GROUP_REST_HOSTS)]\"\n");
+    const auto file =
+        lab.task("group", "name: g24\nexecution: parallel\n---\n"
+                          "name: rest\nnum_nodes: 2\nresources: {infra: slurm/lab24}\n"
+                          // Its output is not readable here (REST only): it fails unless the
+                          // addresses arrived.
+                          "run: test -n \"$TANDEM_GROUP_SSH_HOSTS\" && "
+                          "test \"$(echo $TANDEM_GROUP_MEMBERS)\" = \"rest ssh\"\n---\n"
+                          "name: ssh\nresources: {infra: slurm/ssh24}\n"
+                          "run: echo \"ssh sees rest at [$(echo $TANDEM_GROUP_REST_HOSTS)]\"\n");
     auto r = lab.tandem({"launch", file}, 180s);
     INFO(r);
     CHECK(r.exit_code == 0);

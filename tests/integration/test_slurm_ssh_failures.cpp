@@ -146,7 +146,9 @@ TEST_CASE("ssh: config errors name the file, line, column and field") {
              {"    home: /x\n", "rest",
               "a slurm cluster needs rest: (slurmrestd), ssh: (a login node), or both"},
          }) {
-        lab.home.write_config("clusters:\n  - name: lab\n    type: slurm\n" + c.settings);
+        lab.home.write_config("clusters:\n  - name: lab\n    type: slurm\n"
+                              "    discover_jobs: false\n" +
+                              c.settings);
         auto check = lab.tandem({"check"}); // a table row per cluster
         INFO(check);
         CHECK(check.exit_code == 2);

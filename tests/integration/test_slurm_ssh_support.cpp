@@ -25,6 +25,7 @@ void SshLab::configure(const SshTargetOverrides& o) const {
         "clusters:\n"
         "  - name: lab\n"
         "    type: slurm\n"
+        "    discover_jobs: false\n"
         "    ssh:\n"
         "      host: " +
         env.at("SLURM_SSH_HOST") + "\n      port: \"" + (o.port.empty() ? env.at("SLURM_SSH_PORT") : o.port) +

@@ -9,9 +9,9 @@
 #    by slurmstepd and anything else the daemons fork);
 #  - job processes of this cluster: jobs get a fresh environment, but Slurm
 #    puts SLURM_CLUSTER_NAME in it;
-#  - processes of the test user (ssh sessions, jobs): the account exists only
-#    for this testbed. sshd session processes overwrite their environment
-#    (proctitle), so the marker does not find them.
+#  - processes of the test user and the other user (ssh sessions, jobs): the
+#    accounts exist only for this testbed. sshd session processes overwrite
+#    their environment (proctitle), so the marker does not find them.
 # One grep over /proc/*/environ: a loop of readlink/tr over /proc took seconds
 # on a loaded machine.
 sweep_leftovers() {
@@ -22,9 +22,12 @@ sweep_leftovers() {
     [[ $pid == "$$" || $pid == "$BASHPID" ]] && continue
     pids+=("$pid")
   done < <(grep -lzxE "TANDEM_TESTBED_RUN=$RUN|SLURM_CLUSTER_NAME=$CLUSTER" /proc/[0-9]*/environ 2>/dev/null || true)
-  if id -u "$TEST_USER" >/dev/null 2>&1; then
-    mapfile -t -O "${#pids[@]}" pids < <(pgrep -u "$TEST_USER" || true)
-  fi
+  local u
+  for u in "$TEST_USER" "$OTHER_USER"; do
+    if id -u "$u" >/dev/null 2>&1; then
+      mapfile -t -O "${#pids[@]}" pids < <(pgrep -u "$u" || true)
+    fi
+  done
   # Zombies are already dead (init reaps them); do not report them.
   local live=() st
   for pid in "${pids[@]}"; do

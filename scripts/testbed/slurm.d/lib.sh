@@ -30,12 +30,13 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # The knobs that shape the running cluster. `up` takes them from the caller's
 # environment; every other subcommand reads them back from $KNOBS_FILE, so that
 # e.g. `env` and `down` agree with what is actually running.
-KNOB_NAMES=(WITH_DB MIN_JOB_AGE CLUSTER TEST_USER REST_PORT SSH_PORT CTLD_PORT DBD_PORT DB_PORT SLURMD_BASE_PORT)
+KNOB_NAMES=(WITH_DB MIN_JOB_AGE CLUSTER TEST_USER OTHER_USER REST_PORT SSH_PORT CTLD_PORT DBD_PORT DB_PORT SLURMD_BASE_PORT)
 knob_defaults() {
   WITH_DB=${WITH_DB:-1}
   MIN_JOB_AGE=${MIN_JOB_AGE:-300}
   CLUSTER=${CLUSTER:-tandem}
   TEST_USER=${TEST_USER:-slurmtest}
+  OTHER_USER=${OTHER_USER:-slurmtest2}  # a second ordinary user (jobs of someone else)
   REST_PORT=${REST_PORT:-6820}
   SSH_PORT=${SSH_PORT:-2222}
   CTLD_PORT=${CTLD_PORT:-6817}
@@ -59,6 +60,8 @@ knobs_validate() {
   ((MIN_JOB_AGE >= 2)) || die "MIN_JOB_AGE must be >= 2 (slurmctld clamps smaller values to 2)"
   [[ $CLUSTER =~ ^[a-z][a-z0-9_]*$ ]] || die "CLUSTER must be lower case [a-z0-9_]"
   [[ $TEST_USER =~ ^[a-z_][a-z0-9_-]*$ ]] || die "TEST_USER is not a valid user name"
+  [[ $OTHER_USER =~ ^[a-z_][a-z0-9_-]*$ ]] || die "OTHER_USER is not a valid user name"
+  [[ $OTHER_USER != "$TEST_USER" ]] || die "OTHER_USER must differ from TEST_USER ($TEST_USER)"
 }
 knobs_write() {
   local n
@@ -200,11 +203,11 @@ wait_for() {
 
 ctld_up() { scontrol ping 2>/dev/null | grep -q 'is UP'; }
 
-# mint_token LIFESPAN: a JWT for $TEST_USER. Only root or SlurmUser may mint
-# a token for another user.
+# mint_token LIFESPAN [USER]: a JWT for USER (default $TEST_USER). Only root or
+# SlurmUser may mint a token for another user.
 mint_token() {
   local jwt
-  jwt=$(scontrol token username="$TEST_USER" lifespan="$1" 2>/dev/null | sed -n 's/^SLURM_JWT=//p')
+  jwt=$(scontrol token username="${2:-$TEST_USER}" lifespan="$1" 2>/dev/null | sed -n 's/^SLURM_JWT=//p')
   [[ -n $jwt ]] || return 1
   echo "$jwt"
 }

@@ -91,12 +91,31 @@ check_etc_slurm() {
   done
 }
 
-prepare_host() {
-  local i home
-  id "$TEST_USER" >/dev/null 2>&1 || useradd -m -s /bin/bash "$TEST_USER"
+# add_login_user USER: an ordinary account with a home dir, for ssh key login.
+add_login_user() {
+  id "$1" >/dev/null 2>&1 || useradd -m -s /bin/bash "$1"
   # sshd with UsePAM no refuses locked accounts ("!" in the password field,
   # which is what useradd creates). "*": no password login, but not locked.
-  usermod -p '*' "$TEST_USER"
+  usermod -p '*' "$1"
+}
+
+# authorize_client_key USER: the testbed's client key logs in as USER.
+# StrictModes needs the home dir and ~/.ssh not group/world writable.
+authorize_client_key() {
+  local home
+  home=$(getent passwd "$1" | cut -d: -f6)
+  [[ -d $home ]] || install -d -o "$1" -g "$1" -m 0755 "$home"
+  chmod go-w "$home"
+  install -d -o "$1" -g "$1" -m 0700 "$home/.ssh"
+  install -o "$1" -g "$1" -m 0600 "$RUN/ssh/id_ed25519.pub" "$home/.ssh/authorized_keys"
+}
+
+prepare_host() {
+  local i
+  # TEST_USER runs the tests' jobs; OTHER_USER is a second ordinary user, for
+  # jobs of someone else (squeue of all users, REST, submitting as them).
+  add_login_user "$TEST_USER"
+  add_login_user "$OTHER_USER"
   id "$REST_USER" >/dev/null 2>&1 || useradd -r -M -d /nonexistent -s /usr/sbin/nologin "$REST_USER"
 
   rm -rf "$RUN"
@@ -124,15 +143,13 @@ prepare_host() {
   chown slurm:slurm "$RUN/etc/jwt_hs256.key"
   chmod 0600 "$RUN/etc/jwt_hs256.key"
 
-  # sshd: host key and a fresh client key per start. StrictModes needs the
-  # home dir and ~/.ssh not group/world writable.
+  # sshd: host key and a fresh client key per start; the one client key logs
+  # in as either user.
   install -d -m 0755 /run/sshd
   ssh-keygen -q -t ed25519 -N '' -f "$RUN/sshd/ssh_host_ed25519_key" -C tandem-testbed-host
   ssh-keygen -q -t ed25519 -N '' -f "$RUN/ssh/id_ed25519" -C tandem-testbed-client
-  home=$(getent passwd "$TEST_USER" | cut -d: -f6)
-  chmod go-w "$home"
-  install -d -o "$TEST_USER" -g "$TEST_USER" -m 0700 "$home/.ssh"
-  install -o "$TEST_USER" -g "$TEST_USER" -m 0600 "$RUN/ssh/id_ed25519.pub" "$home/.ssh/authorized_keys"
+  authorize_client_key "$TEST_USER"
+  authorize_client_key "$OTHER_USER"
   echo "[127.0.0.1]:$SSH_PORT $(cut -d' ' -f1,2 "$RUN/sshd/ssh_host_ed25519_key.pub")" >"$RUN/ssh/known_hosts"
 }
 
@@ -166,7 +183,8 @@ AccountingStorageTRES=gres/gpu,gres/gpu:h100"
   else
     rm -f /etc/slurm/slurmdbd.conf
   fi
-  render "$d/sshd_config.in" RUN "$RUN" SSH_PORT "$SSH_PORT" TEST_USER "$TEST_USER" >"$RUN/sshd/sshd_config"
+  render "$d/sshd_config.in" RUN "$RUN" SSH_PORT "$SSH_PORT" TEST_USER "$TEST_USER" \
+    OTHER_USER "$OTHER_USER" >"$RUN/sshd/sshd_config"
   /usr/sbin/sshd -t -f "$RUN/sshd/sshd_config"
 }
 
@@ -213,6 +231,7 @@ SQL
 add cluster $CLUSTER
 add account $ACCOUNT Cluster=$CLUSTER Description=testbed Organization=testbed
 add user $TEST_USER root Account=$ACCOUNT Cluster=$CLUSTER
+add user $OTHER_USER Account=$ACCOUNT Cluster=$CLUSTER
 SACCT
   # A clean shutdown, so that the copy is consistent.
   stop_daemons slurmdbd
@@ -226,7 +245,7 @@ start_db() {
   # The seed depends on all of these; a change of any of them makes a new one.
   seed=$CACHE/db-seed-$({
     declare -f build_db_seed
-    echo "$DB_PASS $CLUSTER $ACCOUNT $TEST_USER"
+    echo "$DB_PASS $CLUSTER $ACCOUNT $TEST_USER $OTHER_USER"
     mariadbd --version
     dpkg-query -W -f='${Version}' slurmdbd
   } | md5sum | cut -c1-12)
@@ -286,11 +305,13 @@ start_all() {
 }
 
 write_env() {
-  local jwt lifespan=${TOKEN_LIFESPAN:-86400} self home
+  local jwt other_jwt lifespan=${TOKEN_LIFESPAN:-86400} self home other_home
   [[ $lifespan =~ ^[0-9]+$ ]] || die "TOKEN_LIFESPAN must be a number of seconds"
   jwt=$(mint_token "$lifespan") || die "scontrol token failed"
+  other_jwt=$(mint_token "$lifespan" "$OTHER_USER") || die "scontrol token for $OTHER_USER failed"
   self=$(readlink -f "$SLURM_MAIN")
   home=$(getent passwd "$TEST_USER" | cut -d: -f6)
+  other_home=$(getent passwd "$OTHER_USER" | cut -d: -f6)
   # KEY=VALUE, one per line, no comments. Values never contain quotes, $,
   # backslashes or newlines; the two with spaces are wrapped in double quotes,
   # so the file can be sourced by a shell or split at the first "=".
@@ -309,6 +330,11 @@ write_env() {
     echo "SLURM_SSH_KNOWN_HOSTS=$RUN/ssh/known_hosts"
     echo "SLURM_SSH_OPTS=\"$(ssh_opts)\""
     echo "SLURM_USER_HOME=$home"
+    # A second ordinary user: same ssh key, host and options; its own JWT
+    # (same lifespan, expires with SLURM_JWT).
+    echo "SLURM_OTHER_USER=$OTHER_USER"
+    echo "SLURM_OTHER_JWT=$other_jwt"
+    echo "SLURM_OTHER_USER_HOME=$other_home"
     echo "SLURM_CLUSTER=$CLUSTER"
     echo "SLURM_ACCOUNT=$ACCOUNT"
     echo "SLURM_PARTITIONS=$PARTITIONS"
@@ -356,6 +382,9 @@ cmd_up() {
     knobs_write
     write_configs
     start_all
+    # shellcheck disable=SC2046
+    wait_for 20 "sshd (key login as $OTHER_USER)" sshd \
+      ssh $(ssh_opts) "$OTHER_USER@127.0.0.1" true
   fi
   wait_rest
   # shellcheck disable=SC2046  # ssh_opts is a list of words without spaces inside

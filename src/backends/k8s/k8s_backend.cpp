@@ -509,6 +509,15 @@ Result<std::vector<JobUpdate>> K8sBackend::refresh(const std::vector<JobRecord>&
             std::filesystem::exists(m_cancelled_dir + "/" + safe_file_part(job.remote_id))) {
             u = JobUpdate{JobState::cancelled, std::string(k_user_cancel_reason), std::nullopt, std::nullopt,
                           now_seconds()};
+        } else if (u.state == JobState::unknown && view.jobs.empty() && view.pods.empty() &&
+                   lists[ns].jobs_read && !is_terminal(job.state) && job.updated_at > 0 &&
+                   (!m_settings.ttl_seconds_after_finished ||
+                    now_seconds() - job.updated_at < *m_settings.ttl_seconds_after_finished)) {
+            // Gone while it was last seen running, sooner than its TTL could have removed it after an
+            // ending: someone deleted it (`tandem cancel` from another machine, kubectl delete). A user's
+            // cancel, so a failover never takes it for its own and moves the job on.
+            u = JobUpdate{JobState::cancelled, std::string(k_user_cancel_reason), std::nullopt,
+                          std::nullopt, now_seconds()};
         }
         updates.push_back(std::move(u));
     }
