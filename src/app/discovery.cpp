@@ -97,13 +97,22 @@ DiscoveryReport discover_jobs(Session& ctx, bool all_users, const std::optional<
         const ClusterAsk& ask = *asks[n];
         if (!finished[n]) {
             ctx.abandon(ask.cluster);
-            report.problems.push_back(fmt::format(
-                "{}: no answer within {}s", ask.cluster,
-                std::chrono::duration_cast<std::chrono::seconds>(ctx.deadline(ask.cluster)).count()));
+            const std::string why = fmt::format(
+                "no answer from {} within {}s", ask.cluster,
+                std::chrono::duration_cast<std::chrono::seconds>(ctx.deadline(ask.cluster)).count());
+            ctx.mark_unreachable(ask.cluster, why);
+            report.problems.push_back(why);
             continue;
         }
         if (!ask.answer) {
-            report.problems.push_back(fmt::format("{}: {}", ask.cluster, ask.answer.error().message));
+            const Error& e = ask.answer.error();
+            // The cluster's own messages usually name it already.
+            const std::string why =
+                e.message.rfind(ask.cluster, 0) == 0 ? e.message : fmt::format("{}: {}", ask.cluster, e.message);
+            if (is_retryable(e.kind)) { // down or silent: the refresh after this would wait as long again
+                ctx.mark_unreachable(ask.cluster, why);
+            }
+            report.problems.push_back("cannot look for jobs launched elsewhere on " + why);
             continue;
         }
         const Discovered& d = *ask.answer;

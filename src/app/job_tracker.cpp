@@ -152,6 +152,13 @@ std::vector<JobView> refresh_jobs(Session& ctx, std::vector<JobRecord> jobs) {
     std::vector<std::shared_ptr<ClusterRefresh>> work;
     std::vector<FanoutTask> tasks;
     for (auto& [cluster, indexes] : active_by_cluster) {
+        if (const std::string* why = ctx.unreachable(cluster)) {
+            for (auto i : indexes) {
+                views[i].unreachable = true;
+                views[i].unreachable_reason = *why;
+            }
+            continue;
+        }
         auto backend = ctx.backend(cluster);
         if (!backend) {
             for (auto i : indexes) {

@@ -181,6 +181,15 @@ std::chrono::steady_clock::duration Session::deadline(const std::string& cluster
     return std::chrono::seconds(2 * timeout + 5);
 }
 
+void Session::mark_unreachable(const std::string& cluster, std::string why) {
+    m_unreachable[cluster] = std::move(why);
+}
+
+const std::string* Session::unreachable(const std::string& cluster) const {
+    auto it = m_unreachable.find(cluster);
+    return it == m_unreachable.end() ? nullptr : &it->second;
+}
+
 void Session::abandon(const std::string& cluster) {
     if (auto it = m_backends.find(cluster); it != m_backends.end()) {
         m_abandoned.push_back(it->second.release());

@@ -78,6 +78,10 @@ public:
     // Gives up on a backend still busy on another thread: it is never destroyed (that thread may still
     // use it), and the next backend(cluster) makes a new one.
     void abandon(const std::string& cluster);
+    // A cluster found unreachable in this invocation (discovery timed out on it): later refreshes mark
+    // its jobs UNKNOWN with `why` at once instead of waiting for the same timeout again.
+    void mark_unreachable(const std::string& cluster, std::string why);
+    const std::string* unreachable(const std::string& cluster) const;
 
     LoadOptions load_options() const;
     const GetEnv& getenv() const { return m_seams.getenv; }
@@ -95,6 +99,7 @@ private:
     std::unique_ptr<store::JobStore> m_store;
     std::map<std::string, std::unique_ptr<Backend>> m_backends;
     std::vector<Backend*> m_abandoned; // deliberately leaked, see abandon()
+    std::map<std::string, std::string> m_unreachable;
 };
 
 // `backend`'s capability (`&Capabilities::exec`...), or the one-line refusal saying the cluster lacks it.

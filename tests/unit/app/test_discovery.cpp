@@ -183,7 +183,20 @@ TEST_CASE("a cluster that cannot tell is named, and the others are still asked")
     auto report = app::discover_jobs(*f.session, false);
     CHECK(report.adopted.size() == 1);
     REQUIRE(report.problems.size() == 1);
-    CHECK(report.problems.front() == "down: connection refused");
+    CHECK(report.problems.front() == "cannot look for jobs launched elsewhere on down: connection refused");
+    // The refresh after it does not wait for the same cluster again: its jobs are UNKNOWN at once.
+    REQUIRE(f.session->unreachable("down") != nullptr);
+    JobRecord stored;
+    stored.id = 7;
+    stored.cluster = "down";
+    stored.backend = "slurm";
+    stored.remote_id = "9";
+    stored.state = JobState::running;
+    auto views = app::refresh_jobs(*f.session, {stored});
+    REQUIRE(views.size() == 1);
+    CHECK(views.front().unreachable);
+    CHECK(views.front().unreachable_reason == "down: connection refused");
+    CHECK(f.world.cluster("down").refreshes == 0);
 }
 
 TEST_CASE("a submit hands the backend the job's identity; a member's names its group") {
