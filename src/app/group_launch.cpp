@@ -10,6 +10,7 @@
 
 #include "app/fanout.hpp"
 #include "app/group_runner.hpp"
+#include "app/launch_lock.hpp"
 #include "app/planning.hpp"
 
 namespace tandem::app {
@@ -51,10 +52,13 @@ Status submit_concurrently(Session& ctx, std::vector<Failover>& failovers, const
             work->push_back(Work{i, failovers[i].job().id, identity_of(ctx, failovers[i].job()), specs[i],
                                  failovers[i].placement()});
         }
-        tasks.push_back(FanoutTask{[b = *backend, work, answers] {
+        tasks.push_back(FanoutTask{[b = *backend, work, answers, fault = ctx.fault_points()] {
                                        for (const auto& w : *work) {
                                            (*answers)[w.index] =
                                                b->submit(w.spec, w.placement, w.job_id, w.identity);
+                                           if (fault && (*answers)[w.index]->has_value()) {
+                                               fault("group.member-submitted");
+                                           }
                                        }
                                    },
                                    ctx.deadline(cluster) * static_cast<int>(members.size())});
@@ -178,10 +182,18 @@ Result<std::unique_ptr<GroupLaunch>> start_group(Session& ctx, TaskGroup group,
     }
     const bool pipeline = group.kind == GroupKind::pipeline;
     const GroupHeader header = header_of(group, ctx.new_token().substr(0, 8));
+    // The group's own lock (app/launch_lock.hpp), held until every member is recorded: a `status` that
+    // can take it knows a group missing members will never get them (advance() settles it FAILED).
+    const std::string& state_dir = ctx.paths().state_dir;
+    if (auto held = hold_launch_lock(state_dir, header.token); !held) {
+        return tl::unexpected(held.error());
+    }
     auto row = record_group(ctx, group, header, *plans);
     if (!row) {
+        release_launch_lock(state_dir, header.token);
         return tl::unexpected(row.error());
     }
+    ctx.fault_point("group.recorded");
     launch->group = *row;
     launch->specs = std::move(group.members);
     auto& specs = launch->specs;
@@ -196,10 +208,13 @@ Result<std::unique_ptr<GroupLaunch>> start_group(Session& ctx, TaskGroup group,
                                        : std::string();
         auto member = record_job(ctx, specs[i], (*plans)[i].placements.front(), row->id, reason);
         if (!member) {
+            release_launch_lock(state_dir, header.token);
             return tl::unexpected(member.error());
         }
+        ctx.fault_point("group.member-recorded");
         launch->failovers.emplace_back(ctx, specs[i], (*plans)[i].placements, *member);
     }
+    release_launch_lock(state_dir, header.token); // each member's own lock covers it from here
     std::vector<std::size_t> first;
     for (std::size_t i = 0; i < (pipeline ? 1 : specs.size()); ++i) {
         first.push_back(i);

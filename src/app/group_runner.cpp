@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "app/fanout.hpp"
+#include "app/launch_lock.hpp"
 #include "app/planning.hpp"
 
 namespace tandem::app {
@@ -123,6 +124,24 @@ std::optional<JobUpdate> advance(Session& ctx, GroupView& view, const StageSubmi
         return std::nullopt;
     }
     const bool acts = !header->adopted; // an adopted group is watched, its launch acts
+    if (acts && view.members.size() < header->members.size()) {
+        // Members missing: their launch is recording them, or died doing so (its lock is free).
+        auto gone = take_abandoned_launch(ctx.paths().state_dir, header->token);
+        if (!gone) {
+            return std::nullopt;
+        }
+        for (auto& m : view.members) {
+            if (auto ok = stop_member(ctx, m.record, "stopped: the group's launch was interrupted"); !ok) {
+                ctx.error(fmt::format("job group {}: cannot stop member {} on {}: {}", g.id, m.record.member,
+                                      m.record.cluster, ok.error().message));
+                return std::nullopt; // tried again at the next look
+            }
+        }
+        return JobUpdate{JobState::failed,
+                         fmt::format("launch interrupted after recording {} of its {} members",
+                                     view.members.size(), header->members.size()),
+                         std::nullopt, std::nullopt, ctx.now()};
+    }
     if (acts && header->kind == GroupKind::parallel && !addresses_published(g)) {
         if (auto done = publish_addresses(ctx, *header, view); !done) {
             ctx.error(fmt::format("{}", done.error().message));

@@ -89,6 +89,8 @@ public:
     std::string new_token() const { return m_seams.new_token(); }
     std::string host_name() const { return m_seams.host_name ? m_seams.host_name() : std::string(); }
     void fault_point(std::string_view point) const;
+    // The fault-point seam itself, for a fan-out task that must own what it calls.
+    std::function<void(std::string_view)> fault_points() const { return m_seams.fault_point; }
     void progress(std::string text) const;
     void error(std::string text) const;
 

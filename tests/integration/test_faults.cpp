@@ -7,6 +7,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -387,6 +388,95 @@ TEST_CASE("fifty launches and status calls at once across local, Slurm and Kuber
         CHECK(j["state"] == "SUCCEEDED");
         if (cluster != "local") {
             CHECK(remote_count_settled(cluster, name, 1) == 1);
+        }
+    }
+}
+
+TEST_CASE("a group launch killed at every step of its fan-out across Slurm and Kubernetes: no orphan, no "
+          "ghost, and cancel empties both clusters") {
+    FaultHome h;
+    // Every step between the group's row and the last member's stored remote id (each member passes the
+    // member points and launch.recorded/submitted/stored in turn; #n is the n-th time).
+    const std::vector<std::string> points{
+        "group.recorded",           "group.member-recorded#1",  "group.member-recorded#2",
+        "group.member-submitted#1", "group.member-submitted#2", "launch.recorded#1",
+        "launch.submitted#1",       "launch.stored#1",          "launch.submitted#2",
+        "launch.stored#2"};
+    for (const auto& point : points) {
+        INFO(point);
+        const auto tag = unique_name("grp");
+        const auto on_slurm = tag + "-s";
+        const auto on_k8s = tag + "-k";
+        const auto file = h.task(tag, "name: " + tag + "\nexecution: parallel\n---\nname: " + on_slurm +
+                                          "\nresources: {infra: slurm/rest}\nrun: sleep 300\n---\nname: " +
+                                          on_k8s + "\nresources: {infra: k8s}\nrun: sleep 300\n");
+        auto r = h.tandem({"launch", "-d", file}, point);
+        INFO(r);
+        REQUIRE(r.signal == SIGKILL);
+
+        // The first status settles what the launch left; the second sees it settled.
+        (void)h.jobs_named(tag);
+        auto groups = h.jobs_named(tag);
+        REQUIRE(groups.size() == 1);
+        const json group = groups[0];
+        INFO(group.dump());
+        std::map<std::string, json> members;
+        for (const auto& m : group.value("members", json::array())) {
+            members[m["member"]] = m;
+        }
+        // No ghost: a member not ended is one a cluster holds (it has a remote id).
+        for (const auto& [name, m] : members) {
+            if (!is_terminal_state(m["state"])) {
+                CHECK(m.value("remote_id", "") != "");
+            }
+        }
+        if (!is_terminal_state(group["state"])) {
+            CHECK(members.size() == 2);
+        }
+        const bool before_any_submit = point.rfind("group.recorded", 0) == 0 ||
+                                       point.rfind("group.member-recorded", 0) == 0;
+        if (before_any_submit) { // nothing reached a cluster: the group failed, saying why
+            CHECK(group["state"] == "FAILED");
+            CHECK(contains(group["reason"].get<std::string>(), "launch interrupted"));
+        } else if (point.rfind("launch.", 0) == 0) { // both members were on their clusters: found again
+            CHECK_FALSE(is_terminal_state(group["state"]));
+            CHECK(members.size() == 2);
+        }
+        // No orphan: whatever a cluster took for a member is what status shows for it.
+        const auto slurm_jobs = slurm_jobs_named(on_slurm);
+        CHECK(slurm_jobs.size() <= 1);
+        if (!slurm_jobs.empty()) {
+            REQUIRE(members.count(on_slurm) == 1);
+            CHECK(members[on_slurm]["remote_id"] == slurm_jobs[0].first);
+        }
+        const int k8s_jobs = remote_count("k8s", on_k8s);
+        CHECK(k8s_jobs <= 1);
+        if (k8s_jobs == 1) {
+            REQUIRE(members.count(on_k8s) == 1);
+            CHECK(members[on_k8s].value("remote_id", "") != "");
+        }
+
+        // Cancel of the group (when it has not ended already) leaves both clusters empty.
+        if (!is_terminal_state(group["state"])) {
+            auto c = h.tandem({"cancel", std::to_string(group["id"].get<int>())});
+            INFO(c);
+            CHECK(c.exit_code == 0);
+        }
+        bool slurm_empty = false;
+        for (int i = 0; i < 60 && !slurm_empty; ++i) {
+            slurm_empty = true;
+            for (const auto& [id, state] : slurm_jobs_named(on_slurm)) {
+                slurm_empty = slurm_empty && state != "RUNNING" && state != "PENDING" && state != "CONFIGURING";
+            }
+            if (!slurm_empty) {
+                std::this_thread::sleep_for(1s);
+            }
+        }
+        CHECK(slurm_empty);
+        if (members.count(on_k8s) && members[on_k8s].value("remote_id", "") != "") {
+            const std::string remote = members[on_k8s]["remote_id"];
+            auto left = wait_all_gone(remote.substr(remote.find('/') + 1));
+            CHECK(left.empty());
         }
     }
 }

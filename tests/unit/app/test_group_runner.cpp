@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "app/group_runner.hpp"
+#include "app/launch_lock.hpp"
 #include "fake_backend.hpp"
 
 using namespace tandem;
@@ -143,4 +144,50 @@ TEST_CASE("a job group one member of which cannot be submitted is taken back who
     auto row = (*f.session->store())->get(1);
     REQUIRE(row);
     CHECK((*row)->state == JobState::failed);
+}
+
+TEST_CASE("a group whose launch died before recording every member is settled FAILED, its members stopped") {
+    GroupFixture f;
+    auto store = f.session->store();
+    REQUIRE(store);
+    TaskGroup group;
+    group.name = "rl";
+    group.kind = GroupKind::parallel;
+    group.members.push_back(fake_task("trainer"));
+    group.members.push_back(fake_task("rollout"));
+    const GroupHeader header = header_of(group, "grp12345");
+    JobRecord row;
+    row.name = "rl";
+    row.backend = JobRecord::k_group_backend;
+    row.cluster = "a,b";
+    row.state = JobState::pending;
+    row.spec_json = to_json(header).dump();
+    row.placement_json = "{}";
+    row.submit_token = header.token;
+    auto gid = (*store)->insert(row);
+    REQUIRE(gid);
+    // One member recorded (and, say, submitted and running), the other never recorded.
+    JobRecord member;
+    member.name = member.member = "trainer";
+    member.parent_id = *gid;
+    member.cluster = "a";
+    member.backend = "slurm";
+    member.remote_id = "100";
+    member.state = JobState::running;
+    member.spec_json = member.placement_json = "{}";
+    REQUIRE((*store)->insert(member));
+    f.set("a", "100", JobState::running);
+
+    // While its launch holds the group's lock, it is still recording: left alone.
+    REQUIRE(app::hold_launch_lock(f.session->paths().state_dir, header.token));
+    auto view = f.look(*gid);
+    CHECK(view.group.record.state == JobState::pending);
+    CHECK(f.world.cluster("a").cancelled.empty());
+
+    // Its launch is gone: the group fails, saying why, and what it recorded is stopped.
+    app::release_launch_lock(f.session->paths().state_dir, header.token);
+    view = f.look(*gid);
+    CHECK(view.group.record.state == JobState::failed);
+    CHECK(view.group.record.reason == "launch interrupted after recording 1 of its 2 members");
+    CHECK(f.world.cluster("a").cancelled == std::vector<std::string>{"100"});
 }
