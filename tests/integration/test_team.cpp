@@ -146,7 +146,7 @@ std::string infra_of(Where w) {
 
 } // namespace
 
-TEST_CASE("team: a job launched from one home is followed and cancelled from an empty one; the first sees it") {
+TEST_CASE("a job launched from one home is followed and cancelled from an empty one; the first sees it") {
     const Where where = GENERATE(Where::slurm_rest, Where::slurm_ssh, Where::k8s);
     INFO(where_name(where));
     TeamHome first(where), second(where);
@@ -183,7 +183,7 @@ TEST_CASE("team: a job launched from one home is followed and cancelled from an 
     CHECK(seen["state"] == "CANCELLED");
 }
 
-TEST_CASE("team: a wiped job store finds its running job again, and a group whole") {
+TEST_CASE("a wiped job store finds its running job again, and a group whole") {
     const Where where = GENERATE(Where::slurm_rest, Where::slurm_ssh, Where::k8s);
     INFO(where_name(where));
     TeamHome home(where);
@@ -202,7 +202,7 @@ TEST_CASE("team: a wiped job store finds its running job again, and a group whol
     CHECK(cancel.exit_code == 0);
 }
 
-TEST_CASE("team: a wiped store finds a group across Slurm and Kubernetes whole, and cancel empties both") {
+TEST_CASE("a wiped store finds a group across Slurm and Kubernetes whole, and cancel empties both") {
     TeamHome home(Where::both);
     const std::string name = unique_name("team-group");
     const auto file = home.home.write(
@@ -255,7 +255,7 @@ TEST_CASE("team: a wiped store finds a group across Slurm and Kubernetes whole, 
     CHECK(slurm_done);
 }
 
-TEST_CASE("team: --all-users shows another user's jobs with a USER column and never adopts them") {
+TEST_CASE("--all-users shows another user's jobs with a USER column and never adopts them") {
     const Where where = GENERATE(Where::slurm_rest, Where::slurm_ssh, Where::k8s);
     INFO(where_name(where));
     TeamHome mine(where), theirs(where, true);
@@ -287,7 +287,7 @@ TEST_CASE("team: --all-users shows another user's jobs with a USER column and ne
     CHECK(listed_with(mine.status(), "jobs", remote).is_null());
 }
 
-TEST_CASE("team: a Slurm job whose comment claims to be yours is shown as its user's, never adopted") {
+TEST_CASE("a Slurm job whose comment claims to be yours is shown as its user's, never adopted") {
     TeamHome mine(Where::slurm_rest);
     const auto& s = slurm_env();
     // The second user writes a comment naming the test user, with a token of the test user's form.

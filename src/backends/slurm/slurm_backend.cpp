@@ -188,6 +188,7 @@ Result<Discovered> SlurmBackend::discover(bool all_users) {
     for (const auto& j : listed->everyone) {
         take(j, false);
     }
+    m_discovered = std::move(listed->mine);
     return out;
 }
 

@@ -73,12 +73,21 @@ protected:
     // Keeps the expanded output path of tandem job `job_id`, now Slurm job `slurm_id`.
     void remember_output(std::int64_t job_id, const std::string& pattern, const std::string& slurm_id) const;
 
+    // The caller's jobs as discovery just listed them (every state slurmctld holds): the refresh right
+    // after it in the same invocation reads them instead of asking again (one list call per status).
+    std::optional<std::vector<SlurmJob>> take_discovered() {
+        auto out = std::move(m_discovered);
+        m_discovered.reset();
+        return out;
+    }
+
     std::string m_cluster;
     SlurmSettings m_settings;
     std::optional<ClusterInventory> m_inventory; // from this invocation, for submit's partition facts
 
 private:
     std::string inventory_source() const;
+    std::optional<std::vector<SlurmJob>> m_discovered;
     std::string m_inventory_file;
     std::string m_jobs_dir;
 };

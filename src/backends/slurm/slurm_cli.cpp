@@ -254,6 +254,32 @@ Result<std::string> parse_sbatch_parsable(std::string_view out) {
     return std::string(id);
 }
 
+namespace {
+
+// squeue's exit_code: up to 23.x the raw wait status (768 is exit 3, 9 is SIGKILL); 24.x prints
+// EXIT:SIGNAL (3:0, 0:9) as sacct does. Returns what is wrong, or null.
+const char* read_exit_field(const std::string& code, SlurmJob& j) {
+    if (const auto colon = code.find(':'); colon != std::string::npos) {
+        auto exit = to_int(std::string_view(code).substr(0, colon));
+        auto sig = to_int(std::string_view(code).substr(colon + 1));
+        if (!exit || !sig || *exit < 0 || *sig < 0) {
+            return "the exit code is not EXIT:SIGNAL";
+        }
+        j.exit_code = static_cast<int>(*exit);
+        j.signal = static_cast<int>(*sig);
+        return nullptr;
+    }
+    auto status = to_int(code);
+    if (!status || *status < 0) {
+        return "the exit code is not a number";
+    }
+    j.exit_code = static_cast<int>((*status >> 8) & 0xff);
+    j.signal = static_cast<int>(*status & 0x7f);
+    return nullptr;
+}
+
+} // namespace
+
 Result<std::vector<SlurmJob>> parse_squeue(std::string_view out) {
     std::vector<SlurmJob> jobs;
     constexpr std::size_t n = std::size(k_squeue_fields);
@@ -272,24 +298,8 @@ Result<std::vector<SlurmJob>> parse_squeue(std::string_view out) {
             return unexpected_line("squeue", line, "the state is not a Slurm state name");
         }
         j.state_reason = (*f)[2];
-        // exit_code: up to 23.x the raw wait status (768 is exit 3, 9 is SIGKILL); 24.x prints EXIT:SIGNAL
-        // (3:0, 0:9) as sacct does.
-        const std::string& code = (*f)[3];
-        if (const auto colon = code.find(':'); colon != std::string::npos) {
-            auto exit = to_int(std::string_view(code).substr(0, colon));
-            auto sig = to_int(std::string_view(code).substr(colon + 1));
-            if (!exit || !sig || *exit < 0 || *sig < 0) {
-                return unexpected_line("squeue", line, "the exit code is not EXIT:SIGNAL");
-            }
-            j.exit_code = static_cast<int>(*exit);
-            j.signal = static_cast<int>(*sig);
-        } else {
-            auto status = to_int(code);
-            if (!status || *status < 0) {
-                return unexpected_line("squeue", line, "the exit code is not a number");
-            }
-            j.exit_code = static_cast<int>((*status >> 8) & 0xff);
-            j.signal = static_cast<int>(*status & 0x7f);
+        if (auto why = read_exit_field((*f)[3], j)) {
+            return unexpected_line("squeue", line, why);
         }
         auto start = parse_time((*f)[4]);
         auto end = parse_time((*f)[5]);
@@ -334,7 +344,8 @@ Result<SlurmListing> parse_discover(std::string_view out) {
             auto end = parse_time((*f)[5]);
             auto submitted = parse_time((*f)[8]);
             auto nodes = to_int((*f)[9]);
-            ok = start && end && submitted && nodes && *nodes >= 0 && *nodes <= 1'000'000;
+            ok = start && end && submitted && nodes && *nodes >= 0 && *nodes <= 1'000'000 &&
+                 read_exit_field((*f)[3], j) == nullptr;
             if (ok) {
                 j.start_time = *start;
                 j.end_time = *end;

@@ -198,6 +198,9 @@ Result<std::vector<JobUpdate>> SlurmRestBackend::refresh(const std::vector<JobRe
     if (!choice) {
         return tl::unexpected(choice.error());
     }
+    if (auto listed = take_discovered()) { // discovery's GET /jobs of a moment ago
+        return updates_from(*listed, jobs);
+    }
     std::vector<std::string> ids;
     ids.reserve(jobs.size());
     for (const auto& job : jobs) {

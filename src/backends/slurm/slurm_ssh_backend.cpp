@@ -346,7 +346,11 @@ Result<std::vector<JobUpdate>> SlurmSshBackend::refresh(const std::vector<JobRec
         }
     }
     std::map<std::string, SlurmJob> by_id;
-    if (!ids.empty()) {
+    if (auto mine = take_discovered()) { // discovery's squeue --me of a moment ago: every job of the user
+        for (auto& j : *mine) {
+            by_id[j.job_id] = std::move(j);
+        }
+    } else if (!ids.empty()) {
         auto listed = squeue(ids);
         if (!listed) {
             return tl::unexpected(listed.error());
