@@ -183,7 +183,7 @@ TEST_CASE("a job launched from one home is followed and cancelled from an empty 
     CHECK(seen["state"] == "CANCELLED");
 }
 
-TEST_CASE("a wiped job store finds its running job again, and a group whole") {
+TEST_CASE("a wiped job store finds its running job again") {
     const Where where = GENERATE(Where::slurm_rest, Where::slurm_ssh, Where::k8s);
     INFO(where_name(where));
     TeamHome home(where);
