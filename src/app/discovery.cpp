@@ -91,6 +91,7 @@ DiscoveryReport discover_jobs(Session& ctx, bool all_users, const std::optional<
     const auto finished = run_fanout(std::move(tasks));
     const auto now = ctx.now();
     std::vector<store::JobStore::Found> found;
+    std::map<std::string, std::string> history; // cluster -> how far back it lists
     // A group's members, by the group's token, to make its row once from all of them.
     std::map<std::string, std::vector<std::pair<const ClusterAsk*, const FoundJob*>>> groups;
     for (std::size_t n = 0; n < asks.size(); ++n) {
@@ -117,6 +118,7 @@ DiscoveryReport discover_jobs(Session& ctx, bool all_users, const std::optional<
         }
         const Discovered& d = *ask.answer;
         report.me[ask.cluster] = d.me;
+        history[ask.cluster] = d.history;
         if (d.unreadable > 0) {
             report.problems.push_back(fmt::format("{}: {} job(s) carry an identity tandem cannot read; left out",
                                                   ask.cluster, d.unreadable));
@@ -184,12 +186,21 @@ DiscoveryReport discover_jobs(Session& ctx, bool all_users, const std::optional<
         report.problems.push_back(ids.error().message);
         return report;
     }
+    std::map<std::string, int> adopted_on;
     for (std::size_t i = 0; i < ids->size(); ++i) {
         if ((*ids)[i] != 0) {
             report.adopted.push_back((*ids)[i]);
             const auto& job = found[i].job;
+            ++adopted_on[job.cluster];
             ctx.progress(fmt::format("job {} ({}) on {} as {}: launched elsewhere, found on the cluster",
                                      (*ids)[i], job.name, job.cluster, job.remote_id));
+        }
+    }
+    // Where history is gone: what ended before the cluster's memory does not come back.
+    for (const auto& [cluster, count] : adopted_on) {
+        if (!history[cluster].empty()) {
+            ctx.progress(fmt::format("{}: {} job(s) found; {}, so jobs that ended before that are not found",
+                                     cluster, count, history[cluster]));
         }
     }
     return report;

@@ -169,6 +169,15 @@ TEST_CASE("a job launched from one home is followed and cancelled from an empty 
     // Adopted once: the next status lists it under the same id.
     CHECK(listed_with(second.status(), "jobs", remote)["id"] == adopted);
 
+    // exec beside it works from the second home (Slurm over SSH: srun on the login node; Kubernetes:
+    // pods/exec); slurmrestd alone runs no interactive steps.
+    if (where != Where::slurm_rest) {
+        auto exec = second.tandem({"exec", std::to_string(adopted), "--", "echo", "beside-it"});
+        INFO(exec);
+        CHECK(exec.exit_code == 0);
+        CHECK(contains(exec.out, "beside-it"));
+    }
+
     // Followed from the second home, and cancelled from there: the follow ends, the first home sees it.
     Child follow = second.start({"logs", "-f", std::to_string(adopted)});
     std::this_thread::sleep_for(3s);

@@ -8,7 +8,8 @@
 // scanner is core/json_skim.hpp, which Slurm's GET /jobs skimmer shares).
 //
 // What is kept, per item: metadata (name, namespace, uid, resourceVersion, creationTimestamp,
-// deletionTimestamp, the labels tandem.dev/job and tandem.dev/rank, the completion-index annotation);
+// deletionTimestamp, the labels tandem.dev/job, tandem.dev/rank and tandem.dev/user, the completion-index
+// and tandem.dev/identity annotations: discovery reads the same lists);
 // spec (nodeName, completions, completionMode, parallelism); status (phase, reason, message, conditions,
 // startTime, completionTime, active, succeeded, failed, and of each container status: name, state,
 // lastState, ready, restartCount). The result has the List's shape, so group_by_tandem_job reads it unchanged, and

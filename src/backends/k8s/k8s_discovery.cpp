@@ -28,7 +28,8 @@ Result<Discovered> K8sBackend::discover(bool all_users) {
     if (!all_users) {
         selector += fmt::format(",{}={}", k_user_label, me);
     }
-    auto answer = m_api.call("GET", jobs_path(ns) + "?labelSelector=" + query_escape(selector));
+    // Slim, as the state lists are (protobuf first; job_state_skim.hpp keeps the identity and user).
+    auto answer = m_api.list_for_status(jobs_path(ns) + "?labelSelector=" + query_escape(selector));
     if (!answer) {
         return tl::unexpected(answer.error());
     }

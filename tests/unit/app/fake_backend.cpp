@@ -121,6 +121,7 @@ public:
         }
         Discovered d;
         d.me = m_cluster->me;
+        d.history = "it lists a job for an hour after it ends";
         for (const auto& f : m_cluster->listed) {
             if (f.callers || all_users) {
                 d.jobs.push_back(f);

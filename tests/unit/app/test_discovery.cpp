@@ -75,6 +75,8 @@ TEST_CASE("a job the cluster holds for the caller is adopted once, with an id of
     CHECK(r.submit_token == "abcdef1234");
     CHECK(r.spec_json.find("ci-runner-7") != std::string::npos);
     CHECK(f.world.said("launched elsewhere"));
+    CHECK(f.world.said("lab: 1 job(s) found; it lists a job for an hour after it ends, so jobs that ended "
+                       "before that are not found"));
 
     // Found again (the next status, or another at the same time): the same row, no second one.
     auto second = app::discover_jobs(*f.session, false);

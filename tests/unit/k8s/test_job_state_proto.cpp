@@ -33,7 +33,9 @@ Msg failed_pod() {
         .entry(11, "tandem.dev/job", "j-1-abc")
         .entry(11, "tandem.dev/rank", "1")
         .entry(11, "controller-uid", "c-uid")
+        .entry(11, "tandem.dev/user", "alice")
         .entry(12, "batch.kubernetes.io/job-completion-index", "1")
+        .entry(12, "tandem.dev/identity", "tandem:1:t=abcdef1234;u=alice")
         .entry(12, "other/annotation", "x")
         .msg(13, Msg().str(1, "Job").str(3, "j-1-abc"))
         .str(15, "")
@@ -65,8 +67,10 @@ Msg failed_pod() {
 const char* const k_failed_pod_json = R"({
   "metadata": {"name": "j-1-abc-0-xyz", "generateName": "j-1-abc-0-", "namespace": "tandem-test",
     "uid": "uid-1", "resourceVersion": "351", "creationTimestamp": "2026-12-03T12:16:04Z",
-    "labels": {"tandem.dev/job": "j-1-abc", "tandem.dev/rank": "1", "controller-uid": "c-uid"},
-    "annotations": {"batch.kubernetes.io/job-completion-index": "1", "other/annotation": "x"},
+    "labels": {"tandem.dev/job": "j-1-abc", "tandem.dev/rank": "1", "controller-uid": "c-uid",
+      "tandem.dev/user": "alice"},
+    "annotations": {"batch.kubernetes.io/job-completion-index": "1", "other/annotation": "x",
+      "tandem.dev/identity": "tandem:1:t=abcdef1234;u=alice"},
     "ownerReferences": [{"kind": "Job", "name": "j-1-abc"}],
     "managedFields": [{"manager": "kube-controller-manager", "time": "2026-12-03T12:16:04Z"}]},
   "spec": {"containers": [{"name": "main", "command": ["/bin/bash"]}], "restartPolicy": "Never",
@@ -109,8 +113,10 @@ TEST_CASE("proto: a PodList decodes to what the skimmer keeps of the same pods i
     // What that is, spelled out: the read labels and annotation only, no empty strings, the zero Time
     // as null, 0 and false where JSON writes them.
     const json& pod = decoded["items"][0];
-    CHECK(pod["metadata"]["labels"] == json{{"tandem.dev/job", "j-1-abc"}, {"tandem.dev/rank", "1"}});
-    CHECK(pod["metadata"]["annotations"] == json{{"batch.kubernetes.io/job-completion-index", "1"}});
+    CHECK(pod["metadata"]["labels"] ==
+          json{{"tandem.dev/job", "j-1-abc"}, {"tandem.dev/rank", "1"}, {"tandem.dev/user", "alice"}});
+    CHECK(pod["metadata"]["annotations"] == json{{"batch.kubernetes.io/job-completion-index", "1"},
+                                                 {"tandem.dev/identity", "tandem:1:t=abcdef1234;u=alice"}});
     CHECK(pod["status"]["conditions"][0] == json{{"type", "PodScheduled"},
                                                  {"status", "True"},
                                                  {"lastProbeTime", nullptr},

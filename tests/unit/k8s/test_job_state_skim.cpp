@@ -59,11 +59,11 @@ json pruned(const json& list) {
             kept["metadata"] = keep_only(
                 m, {"name", "namespace", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp"});
             if (m.contains("labels")) {
-                kept["metadata"]["labels"] = keep_only(m["labels"], {"tandem.dev/job", "tandem.dev/rank"});
+                kept["metadata"]["labels"] = keep_only(m["labels"], {"tandem.dev/job", "tandem.dev/rank", "tandem.dev/user"});
             }
             if (m.contains("annotations")) {
                 kept["metadata"]["annotations"] =
-                    keep_only(m["annotations"], {"batch.kubernetes.io/job-completion-index"});
+                    keep_only(m["annotations"], {"batch.kubernetes.io/job-completion-index", "tandem.dev/identity"});
             }
         }
         if (item.contains("spec")) {
