@@ -146,7 +146,7 @@ std::string infra_of(Where w) {
 
 } // namespace
 
-TEST_CASE("a job launched from one home is followed and cancelled from an empty one; the first sees it") {
+TEST_CASE("a job launched from one home is followed and cancelled from an empty one, and the first sees it") {
     const Where where = GENERATE(Where::slurm_rest, Where::slurm_ssh, Where::k8s);
     INFO(where_name(where));
     TeamHome first(where), second(where);
@@ -264,7 +264,7 @@ TEST_CASE("a wiped store finds a group across Slurm and Kubernetes whole, and ca
     CHECK(slurm_done);
 }
 
-TEST_CASE("--all-users shows another user's jobs with a USER column and never adopts them") {
+TEST_CASE("another user's jobs are shown by --all-users with a USER column and never adopted") {
     const Where where = GENERATE(Where::slurm_rest, Where::slurm_ssh, Where::k8s);
     INFO(where_name(where));
     TeamHome mine(where), theirs(where, true);

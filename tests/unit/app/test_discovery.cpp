@@ -201,7 +201,7 @@ TEST_CASE("a cluster that cannot tell is named, and the others are still asked")
     CHECK(f.world.cluster("down").refreshes == 0);
 }
 
-TEST_CASE("a submit hands the backend the job's identity; a member's names its group") {
+TEST_CASE("a submit hands the backend the job's identity, and a member's names its group") {
     Fixture f;
     const TaskSpec spec = fake_task("train");
     auto job = app::record_job(*f.session, spec, fake_placement("lab"));

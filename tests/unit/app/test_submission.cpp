@@ -121,7 +121,7 @@ TEST_CASE("a submit whose answer is lost, of a job the cluster never took, fails
     CHECK(views.front().record.reason == "submit failed: a did not take the job (connection reset)");
 }
 
-TEST_CASE("a job left PENDING for resources past its timeout is cancelled and moved; a held one stays") {
+TEST_CASE("a job left PENDING for resources past its timeout is cancelled and moved, a held one stays") {
     Fixture f({"a", "b"});
     auto failover = f.failover({"a", "b"});
     REQUIRE(failover.submit());

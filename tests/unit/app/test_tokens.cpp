@@ -7,7 +7,7 @@
 
 #include "sys/clock.hpp"
 
-TEST_CASE("submit tokens are 10 characters of [a-z0-9], fit for a Kubernetes label, and differ") {
+TEST_CASE("submit tokens are 10 lower-case letters and digits, fit for a Kubernetes label, and differ") {
     std::set<std::string> seen;
     for (int i = 0; i < 200; ++i) {
         const auto token = tandem::sys::new_submit_token();

@@ -62,7 +62,7 @@ TEST_CASE("group: a job group header, its members, primary tasks and termination
     CHECK(g.members[1].location_of("name").line == 11); // positions count from the top of the file
 }
 
-TEST_CASE("group: without primary_tasks every member is primary; a bare delay is everyone's") {
+TEST_CASE("group: without primary_tasks every member is primary, and a bare delay is everyone's") {
     auto g = group_ok("name: g\nexecution: parallel\ntermination_delay: 10\n---\nname: a\nrun: x\n---\n"
                       "name: b\nrun: y\n");
     CHECK(g.is_primary("a"));
@@ -84,7 +84,7 @@ TEST_CASE("group: a pipeline, with and without a header, unnamed stages named af
     CHECK(bare.members[0].name == "first");
 }
 
-TEST_CASE("group: overrides apply to every member; -n names the group") {
+TEST_CASE("group: overrides apply to every member, and -n names the group") {
     SpecOverrides o;
     o.envs = {"LR=3e-4"};
     o.name = "sweep-1";

@@ -420,7 +420,7 @@ TEST_CASE("command lines: every word single-quoted, fields joined by the unit se
     CHECK(cli::squeue_command({"1"}).find("--only-job-state") == std::string::npos);
 }
 
-TEST_CASE("discovery: the user, the user's jobs and everyone's, one round trip; bad lines are counted") {
+TEST_CASE("discovery: the user, the user's jobs and everyone's, one round trip, bad lines counted") {
     const std::string mine_cmd = cli::discover_command(false);
     CHECK(mine_cmd.find("'id' '-un' && ") == 0);
     CHECK(mine_cmd.find("'--me'") != std::string::npos);
