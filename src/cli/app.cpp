@@ -39,6 +39,7 @@ constexpr CommandEntry k_commands[] = {
     {"plan", "Dry run: show where a task would run, why, and what would be submitted", setup_plan},
     {"check", "Check that each configured cluster is reachable and accepts our credentials", setup_check},
     {"infra", "Show clusters, pools and free/total GPUs", setup_infra},
+    {"dashboard", "Serve a page of every job, log and cluster to a browser, until Ctrl-C", setup_dashboard},
     {"completion", "Print a shell completion script (bash, zsh, fish)", setup_completion},
     {"__complete", "Completion candidates (used by the completion scripts)", setup_complete_helper},
 };

@@ -33,6 +33,7 @@ void setup_serve(CLI::App& command, Action& action);
 void setup_plan(CLI::App& command, Action& action);
 void setup_check(CLI::App& command, Action& action);
 void setup_infra(CLI::App& command, Action& action);
+void setup_dashboard(CLI::App& command, Action& action);
 
 // Exit codes for tandem's own failures (job outcomes are in core/job_state.hpp).
 namespace exit_code {
