@@ -60,7 +60,7 @@ std::string page(std::string_view title, std::string_view nav, const std::string
     out += "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
            "<meta name=\"color-scheme\" content=\"light dark\">"
-           "<meta name=\"referrer\" content=\"no-referrer\"><title>";
+           "<meta name=\"referrer\" content=\"same-origin\"><title>";
     out += escape(title);
     out += " · tandem</title><link rel=\"stylesheet\" href=\"/static/tandem.css\">"
            "<script src=\"/static/tandem.js\" defer></script></head><body";

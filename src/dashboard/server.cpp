@@ -216,7 +216,7 @@ Result<int> serve(app::Session&, const cli::DashboardFlags& flags) {
         {"Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
                                     "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"},
         {"X-Content-Type-Options", "nosniff"},
-        {"Referrer-Policy", "no-referrer"},
+        {"Referrer-Policy", "same-origin"},
         {"X-Frame-Options", "DENY"},
         {"Cache-Control", "no-store"},
     });
