@@ -79,7 +79,7 @@ void job_row(std::string& out, const app::JobView& v, const PageContext& ctx, st
     const auto& r = v.record;
     out += fmt::format("<tr class=\"{}\"><td class=\"num\"><a href=\"/jobs/{}\">{}</a></td>", row_class, r.id, r.id);
     out += fmt::format("<td><a href=\"/jobs/{}\">{}</a></td>", r.id, name_cell);
-    out += "<td>" + escape(r.is_group() ? std::string("-") : r.cluster) + "</td>";
+    out += "<td>" + escape(r.cluster.empty() ? std::string("-") : r.cluster) + "</td>";
     out += "<td>" + state_badge(v) + "</td>";
     out += "<td class=\"reason\">" + escape(v.unreachable ? v.unreachable_reason : r.reason) + "</td>";
     out += "<td>" + escape(gpus_of(r)) + "</td>";
@@ -404,12 +404,14 @@ std::string render_infra(const Inventory& inventory, const PageContext&) {
                 states += (states.empty() ? "" : ", ") + s;
             }
             body += fmt::format(
-                "<tr><td>{}</td><td>{}</td><td class=\"num\">{}/{}{}</td><td><meter min=\"0\" max=\"{}\" "
-                "value=\"{}\" title=\"{}% free\">{}/{}</meter></td><td class=\"num\">{}/{}</td><td class=\"num\">{}"
-                "</td><td class=\"num\">{}G</td><td>{}</td></tr>\n",
+                "<tr><td>{}</td><td>{}</td><td class=\"num\">{}/{}{}</td><td>{}</td><td class=\"num\">{}/{}</td>"
+                "<td class=\"num\">{}</td><td class=\"num\">{}G</td><td>{}</td></tr>\n",
                 escape(p.name), escape(accel), p.gpus_free, p.gpus_total,
                 p.shared_total > 0 ? fmt::format(" +{}/{} shared", p.shared_free, p.shared_total) : std::string(),
-                std::max(total, 1), free, pct, free, total, p.nodes_free, p.nodes_total, p.cpus_per_node,
+                total > 0 ? fmt::format("<meter min=\"0\" max=\"{}\" value=\"{}\" title=\"{}% free\">{}/{}</meter>",
+                                        total, free, pct, free, total)
+                          : std::string(),
+                p.nodes_free, p.nodes_total, p.cpus_per_node,
                 static_cast<long>(p.memory_gb_per_node), escape(states.empty() ? "-" : states));
         }
         body += "</tbody></table></section>\n";

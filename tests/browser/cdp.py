@@ -11,6 +11,7 @@ Usage: cdp.py STEP... where each STEP is one of
   open SELECTOR          open a <details> element
   eval EXPRESSION        print the value of a JavaScript expression
   screenshot PATH        save a PNG of the page
+  dark                   from now on, prefers-color-scheme: dark
 Each step prints one JSON line {"step": ..., "value": ...}; a failing step prints the reason on stderr
 and exits 1. Only the standard library: the websocket client is the few lines below (RFC 6455)."""
 
@@ -202,6 +203,10 @@ def main(argv):
                 if step == "click-nav":
                     browser.wait_event("Page.loadEventFired")
                 value = browser.evaluate("location.pathname")
+            elif step == "dark":
+                browser.call("Emulation.setEmulatedMedia",
+                             features=[{"name": "prefers-color-scheme", "value": "dark"}])
+                value = True
             elif step == "eval":
                 value = browser.evaluate(steps[i + 1])
                 i += 1

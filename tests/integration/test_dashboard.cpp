@@ -182,7 +182,9 @@ TEST_CASE("dashboard: the page lists local and Slurm jobs, links to a job's log,
                      "click-nav", "a[href=\"/jobs/" + std::to_string(done) + "\"]", "wait-text",
                      "slurm-marker-" + stamp, "30", "html",
                      "goto", d.base + "/jobs/" + std::to_string(ticking), "wait-text", "tick-4", "30",
-                     "goto", d.base + "/", "screenshot", shot});
+                     "goto", d.base + "/", "screenshot", shot, "eval",
+                     "getComputedStyle(document.body).backgroundColor", "dark", "eval",
+                     "getComputedStyle(document.body).backgroundColor", "goto", d.base + "/infra", "text"});
     const std::string list = v[2].get<std::string>();
     INFO(list);
     // Both clusters' jobs, with their states, in the table (rows are tab-separated in innerText).
@@ -197,6 +199,13 @@ TEST_CASE("dashboard: the page lists local and Slurm jobs, links to a job's log,
     REQUIRE(png);
     CHECK(png->size() > 10000);
     CHECK(png->substr(0, 8) == std::string("\x89PNG\r\n\x1a\n", 8));
+    // Readable in the dark: the page follows the browser's colour scheme.
+    CHECK(v[10] == "rgb(255, 255, 255)");
+    CHECK(v[12] == "rgb(17, 20, 24)");
+    // The infra page: both clusters and the testbed's GPU pool.
+    CHECK(contains(v[14].get<std::string>(), "lab slurm"));
+    CHECK(contains(v[14].get<std::string>(), "local local"));
+    CHECK(contains(v[14].get<std::string>(), "h100"));
     h.tandem({"cancel", std::to_string(ticking)});
 }
 
