@@ -52,6 +52,13 @@ std::string k8s_setting(const std::string& key) {
     return it->second;
 }
 
+int k8s_minor() {
+    const std::string v = k8s_setting("K8S_VERSION"); // "v1.26.1"
+    const auto dot = v.find('.');
+    REQUIRE(dot != std::string::npos);
+    return std::stoi(v.substr(dot + 1));
+}
+
 void k8s_testbed(const std::vector<std::string>& args, bool required) {
     std::vector<std::string> argv{testbed_script()};
     argv.insert(argv.end(), args.begin(), args.end());

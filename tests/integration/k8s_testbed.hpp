@@ -14,6 +14,9 @@ namespace tandem_test {
 // KEY=VALUE lines of `scripts/testbed/k8s env`, read once; fails the test when the testbed is down.
 const std::map<std::string, std::string>& k8s_env();
 std::string k8s_setting(const std::string& key);
+// The testbed's Kubernetes minor version (K8S_VERSION v1.26.1 -> 26): what tandem makes depends on it
+// (Indexed Jobs from 1.22, autoscaling/v2 from 1.23).
+int k8s_minor();
 // Runs the testbed script with `args` (e.g. {"stop-api"}); fails the test if it fails (and, when
 // `required`, stops it: pass false where throwing is not allowed, as in a destructor).
 void k8s_testbed(const std::vector<std::string>& args, bool required = true);

@@ -75,7 +75,7 @@ TEST_CASE("cancel of a running 2-node job leaves no Job, pod, Service or Secret"
     auto j = lab.wait_state(id, "RUNNING", 60s);
     REQUIRE(j["state"] == "RUNNING");
     const auto base = lab.base_of(id);
-    CHECK(objects_of("jobs", base).size() == 2);
+    CHECK(objects_of("jobs", base).size() == (k8s_minor() >= 22 ? 1u : 2u)); // Indexed, or one per rank
     CHECK(objects_of("services", base).size() == 1);
     CHECK(objects_of("secrets", base).size() == 1);
     // Both ranks' processes really run.

@@ -338,7 +338,7 @@ TEST_CASE("k8s serve: plan prints the objects and says when the cluster serves n
     set_metric(s.metric, 0);
     auto with = s.lab.tandem({"plan", file});
     CHECK(contains(with.out, "kind: \"HorizontalPodAutoscaler\""));
-    CHECK(contains(with.out, "apiVersion: \"autoscaling/v2beta2\""));
+    CHECK(contains(with.out, k8s_minor() >= 23 ? "apiVersion: \"autoscaling/v2\"" : "apiVersion: \"autoscaling/v2beta2\""));
     CHECK(contains(with.out, "averageValue: \"2500m\""));
     auto launched = s.lab.tandem({"launch", "-d", file});
     CHECK(launched.exit_code == 2);

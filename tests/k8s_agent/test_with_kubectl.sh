@@ -22,6 +22,10 @@ envtxt=$("$ROOT/scripts/testbed/k8s" env 2>&1) ||
 while IFS='=' read -r key value; do
   [[ $key == K8S_* ]] && export "$key=$value"
 done <<<"$envtxt"
+# autoscaling/v2 is GA from 1.23 (and v2beta2 gone in 1.26); 1.20 has only v2beta2.
+K8S_MINOR=$(sed -E 's/^v?1\.([0-9]+).*/\1/' <<<"${K8S_VERSION:-v1.20}")
+HPA_API=autoscaling/v2
+((K8S_MINOR < 23)) && HPA_API=autoscaling/v2beta2
 KUBECTL=${KUBECTL:-kubectl}
 command -v "$KUBECTL" >/dev/null || fail "kubectl not found (set KUBECTL)"
 
@@ -230,7 +234,7 @@ spec:
       containers:
       - {name: main, image: busybox, command: [sleep, "600"]}
 ---
-apiVersion: autoscaling/v2beta2
+apiVersion: $HPA_API
 kind: HorizontalPodAutoscaler
 metadata: {name: $NAME}
 spec:

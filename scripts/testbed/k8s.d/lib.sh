@@ -12,8 +12,19 @@ RUN=$LAB/run
 PKI=$RUN/pki
 ENV_FILE=$LAB/env          # what `env` prints; exists only while the testbed is up
 KNOBS_FILE=$RUN/knobs      # the knobs the running testbed was started with
-K8S_CACHE=${K8S_CACHE:-/var/cache/tandem/k8s-1.20.2}
-K8S_BIN=$K8S_CACHE/bin
+# Which Kubernetes: 1.26 (the default: prebuilt binaries from ../shared/third_party/kubernetes-1.26) or
+# 1.20 (the oldest supported: built from Debian 12's source package). Each has its own cache.
+K8S_RELEASE=${K8S_RELEASE:-1.26}
+K8S_CACHE_GIVEN=${K8S_CACHE:-}
+k8s_paths() {
+  case $K8S_RELEASE in
+    1.26) K8S_CACHE=${K8S_CACHE_GIVEN:-/var/cache/tandem/k8s-1.26.1} ;;
+    1.20) K8S_CACHE=${K8S_CACHE_GIVEN:-/var/cache/tandem/k8s-1.20.2} ;;
+    *) echo "testbed/k8s: error: K8S_RELEASE must be 1.26 or 1.20, got '$K8S_RELEASE'" >&2; exit 1 ;;
+  esac
+  K8S_BIN=$K8S_CACHE/bin
+}
+k8s_paths
 AGENT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../tests/k8s_agent" && pwd)
 PYTHON=/usr/bin/python3    # Debian's, not a pyenv shim: the agent uses the standard library only
 
@@ -22,7 +33,7 @@ NODES=(cpu-node gpu-node mig-node)
 
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
-KNOB_NAMES=(API_PORT ETCD_PORT ETCD_PEER_PORT KCM_PORT SCHED_PORT AGENT_PORT NAMESPACE)
+KNOB_NAMES=(K8S_RELEASE API_PORT ETCD_PORT ETCD_PEER_PORT KCM_PORT SCHED_PORT AGENT_PORT NAMESPACE)
 knob_defaults() {
   API_PORT=${API_PORT:-6443}
   ETCD_PORT=${ETCD_PORT:-2379}
@@ -31,7 +42,9 @@ knob_defaults() {
   SCHED_PORT=${SCHED_PORT:-10259}
   AGENT_PORT=${AGENT_PORT:-10250}
   NAMESPACE=${NAMESPACE:-tandem-test}
+  K8S_RELEASE=${K8S_RELEASE:-1.26}
   SERVER=https://127.0.0.1:$API_PORT
+  k8s_paths
 }
 knobs_validate() {
   local n

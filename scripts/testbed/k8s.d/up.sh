@@ -84,11 +84,13 @@ check_reflect2() {
 }
 
 start_controllers() {
-  # --port=0: no insecure serving (the flag exists up to v1.23).
+  # --port=0: no insecure serving (the flag exists up to v1.23; 1.24 removed it with the insecure port).
+  local insecure=()
+  [[ $K8S_RELEASE == 1.20 ]] && insecure=(--port=0)
   start_daemon kube-controller-manager "$K8S_BIN/kube-controller-manager" \
     --kubeconfig="$RUN/kubeconfig/kcm" \
     --authentication-kubeconfig="$RUN/kubeconfig/kcm" --authorization-kubeconfig="$RUN/kubeconfig/kcm" \
-    --bind-address=127.0.0.1 --secure-port="$KCM_PORT" --port=0 --cert-dir="$RUN/kcm-certs" \
+    --bind-address=127.0.0.1 --secure-port="$KCM_PORT" "${insecure[@]}" --cert-dir="$RUN/kcm-certs" \
     --leader-elect=false \
     --use-service-account-credentials=true \
     --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
@@ -98,7 +100,7 @@ start_controllers() {
   start_daemon kube-scheduler "$K8S_BIN/kube-scheduler" \
     --kubeconfig="$RUN/kubeconfig/scheduler" \
     --authentication-kubeconfig="$RUN/kubeconfig/scheduler" --authorization-kubeconfig="$RUN/kubeconfig/scheduler" \
-    --bind-address=127.0.0.1 --secure-port="$SCHED_PORT" --port=0 --cert-dir="$RUN/sched-certs" \
+    --bind-address=127.0.0.1 --secure-port="$SCHED_PORT" "${insecure[@]}" --cert-dir="$RUN/sched-certs" \
     --leader-elect=false
 }
 
