@@ -48,6 +48,7 @@ JobRecord adopted_record(const ClusterAsk& ask, const FoundJob& f, std::int64_t 
     r.exit_code = f.update.exit_code;
     r.started_at = f.update.started_at;
     r.ended_at = f.update.ended_at;
+    r.recoveries = f.update.recoveries.value_or("");
     r.submitted_at = f.submitted_at > 0 ? f.submitted_at : now;
     r.updated_at = now;
     r.spec_json = adopted_spec(f);

@@ -63,6 +63,7 @@ void apply_updates(const Session& ctx, store::JobStore* store, std::vector<JobVi
         r.exit_code = u.exit_code ? u.exit_code : r.exit_code;
         r.started_at = r.started_at ? r.started_at : u.started_at;
         r.ended_at = u.ended_at ? u.ended_at : r.ended_at;
+        r.recoveries = u.recoveries ? *u.recoveries : r.recoveries;
         r.updated_at = now;
     }
 }

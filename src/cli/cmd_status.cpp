@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "app/discovery.hpp"
+#include "core/job_recovery.hpp"
 #include "cli/commands.hpp"
 #include "cli/groups.hpp"
 #include "cli/output.hpp"
@@ -47,13 +48,22 @@ std::string duration_cell(const JobRecord& r, std::int64_t now) {
     return human_duration(r.ended_at.value_or(now) - *r.started_at);
 }
 
+// "exit code 0, after 1 recovery (exit code 3)": the job's reason, and how it recovered on its way there.
+std::string with_recoveries(const std::string& reason, const std::string& recoveries) {
+    const std::string summary = recoveries_summary(recoveries);
+    if (summary.empty()) {
+        return reason;
+    }
+    return reason.empty() ? "after " + summary : reason + ", after " + summary;
+}
+
 std::vector<std::string> row_of(const JobView& v, std::int64_t now) {
     const auto& r = v.record;
     return {std::to_string(r.id),
             r.is_group() ? r.name + " (group)" : r.name,
             r.cluster,
             state_cell(v, now),
-            v.unreachable ? v.unreachable_reason : r.reason,
+            v.unreachable ? v.unreachable_reason : with_recoveries(r.reason, r.recoveries),
             r.gpus.empty() ? "-" : (r.num_nodes > 1 ? fmt::format("{}x{}", r.num_nodes, r.gpus) : r.gpus),
             human_duration(now - r.submitted_at),
             duration_cell(r, now)};

@@ -1,5 +1,7 @@
 #include "cli/output.hpp"
 
+#include "core/job_recovery.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -141,6 +143,15 @@ nlohmann::json job_json(const JobRecord& job, bool unreachable, const std::strin
     j["submitted_at"] = iso_time(job.submitted_at);
     j["started_at"] = opt_time(job.started_at);
     j["ended_at"] = opt_time(job.ended_at);
+    // Recovery (resources.job_recovery): how many times the job ran again, and why each time.
+    const auto events = parse_recoveries(job.recoveries);
+    j["recoveries"] = events.size();
+    auto list = nlohmann::json::array();
+    for (std::size_t i = 0; i < events.size(); ++i) {
+        list.push_back({{"attempt", i + 1}, {"reason", describe(events[i])},
+                        {"counted", events[i].kind == RecoveryEvent::Kind::exit_code}});
+    }
+    j["recovered_attempts"] = std::move(list);
     return j;
 }
 

@@ -1,6 +1,7 @@
 // What launch and plan share on the command line: the SkyPilot-style flags, and the flags' file loaded
 // and planned through the app layer (app/planning.hpp).
 
+#include "core/job_recovery.hpp"
 #include "cli/task_planning.hpp"
 
 #include <CLI/CLI.hpp>
@@ -64,6 +65,9 @@ std::string job_summary(const JobView& view) {
     const auto& r = view.record;
     std::string state(view.unreachable ? "UNKNOWN" : to_string(r.state));
     std::string reason = view.unreachable ? view.unreachable_reason : r.reason;
+    if (const auto summary = recoveries_summary(r.recoveries); !summary.empty() && !view.unreachable) {
+        reason += (reason.empty() ? "after " : ", after ") + summary;
+    }
     return reason.empty() ? fmt::format("job {} ({}) {}", r.id, r.name, state)
                           : fmt::format("job {} ({}) {}: {}", r.id, r.name, state, reason);
 }

@@ -76,7 +76,7 @@ constexpr FieldVerdict k_slurm_fields[] = {
     {C::best_disk_tier, {}, k_best},
     {C::other_network_tier, {}, k_standard},
     {C::autostop_harmless, {}, k_ends_by_itself},
-    {C::job_recovery, {}, k_runs_once},
+    // job_recovery: --requeue on node failure, user-code failures run again in the allocation (sbatch_script).
     {C::max_hourly_cost, {}, "Slurm has no price: always met"},
     {C::priority, {}, k_no_controller},
     {C::priority_class, {}, "a Kubernetes PriorityClass means nothing to Slurm"},

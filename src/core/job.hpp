@@ -33,6 +33,9 @@ struct JobRecord {
     // Drawn by launch before the submit and handed to the backend, which marks the job with it (Slurm: the
     // comment; Kubernetes: a label). A launch killed before it stored the remote id is found by it.
     std::string submit_token;
+    // How the job recovered so far (core/job_recovery.hpp): "x3,n" = a restart after exit code 3, then a
+    // requeue after a node failure. Empty: never.
+    std::string recoveries;
 
     bool is_group() const { return backend == k_group_backend; }
     static constexpr const char* k_group_backend = "group";
@@ -46,6 +49,7 @@ struct JobUpdate {
     std::optional<int> exit_code;
     std::optional<std::int64_t> started_at;
     std::optional<std::int64_t> ended_at;
+    std::optional<std::string> recoveries = std::nullopt; // what the cluster says of the job's recoveries; nullopt: nothing
 };
 
 } // namespace tandem

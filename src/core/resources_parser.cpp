@@ -1,6 +1,7 @@
 #include "core/resources_parser.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -15,6 +16,13 @@
 namespace tandem::detail {
 
 namespace {
+
+std::string lower(std::string text) {
+    for (auto& c : text) {
+        c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    }
+    return text;
+}
 
 // Fields kept as hints (see Resources::hints), judged per backend in backend_support.cpp.
 const std::vector<std::string_view> k_hint_keys{"disk_tier", "network_tier", "autostop",        "local_disk",
@@ -242,6 +250,9 @@ private:
             } else if (k == "instance_type") {
                 instance_type = m_w.scalar(value, field);
             } else if (contains(k_hint_keys, k) || k == "spot_recovery") {
+                if (k == "job_recovery" || k == "spot_recovery") {
+                    r.job_recovery = job_recovery(value, field);
+                }
                 if (auto j = m_w.to_json(value, field)) {
                     r.hints[k == "spot_recovery" ? "job_recovery" : k] = std::move(*j);
                 }
@@ -252,6 +263,89 @@ private:
             virtual_instance(r, *instance_type);
         }
         return r;
+    }
+
+    // SkyPilot's job_recovery (sky/utils/schemas.py): a strategy name ("none" turns recovery off), or
+    // {strategy, max_restarts_on_errors, recover_on_exit_codes: an exit code or a list of them}.
+    std::optional<JobRecovery> job_recovery(const YAML::Node& value, const std::string& field) {
+        JobRecovery out;
+        if (value.IsNull()) {
+            return std::nullopt;
+        }
+        if (value.IsScalar()) {
+            auto text = m_w.scalar(value, field);
+            if (!text) {
+                return std::nullopt;
+            }
+            out.strategy = *text;
+            out.disabled = lower(*text) == "none";
+            return out;
+        }
+        if (!value.IsMap()) {
+            m_w.error(value, field, "must be a strategy name or a mapping (strategy, max_restarts_on_errors, "
+                                    "recover_on_exit_codes), not " + detail::YamlWalker::kind_name(value));
+            return std::nullopt;
+        }
+        auto code = [&](const YAML::Node& node, const std::string& path) -> std::optional<int> {
+            auto text = m_w.scalar(node, path);
+            if (!text) {
+                return std::nullopt;
+            }
+            int v = 0;
+            auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), v);
+            if (ec != std::errc() || end != text->data() + text->size() || v < 0 || v > 255) {
+                m_w.error(node, path, fmt::format("must be an exit code, 0 to 255, not '{}'", *text));
+                return std::nullopt;
+            }
+            if (v == 0) {
+                m_w.error(node, path, "0 is success: only a failing exit code (1 to 255) can be recovered");
+                return std::nullopt;
+            }
+            return v;
+        };
+        for (const auto& [key, item] : m_w.entries(value, field)) {
+            const std::string k = key.Scalar();
+            const std::string path = field + "." + k;
+            if (k == "strategy") {
+                if (!item.IsNull()) {
+                    if (auto text = m_w.scalar(item, path)) {
+                        out.strategy = *text;
+                        out.disabled = lower(*text) == "none";
+                    }
+                }
+            } else if (k == "max_restarts_on_errors") {
+                auto text = m_w.scalar(item, path);
+                int v = -1;
+                if (text) {
+                    auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), v);
+                    if (ec != std::errc() || end != text->data() + text->size() || v < 0) {
+                        v = -1;
+                    }
+                }
+                if (text && (v < 0 || v > k_max_restarts_on_errors)) {
+                    m_w.error(item, path, fmt::format("must be a whole number from 0 to {}, not '{}'",
+                                                      k_max_restarts_on_errors, *text));
+                } else if (text) {
+                    out.max_restarts_on_errors = v;
+                }
+            } else if (k == "recover_on_exit_codes") {
+                if (item.IsSequence()) {
+                    for (std::size_t i = 0; i < item.size(); ++i) {
+                        if (auto c = code(item[i], fmt::format("{}[{}]", path, i))) {
+                            out.recover_on_exit_codes.push_back(*c);
+                        }
+                    }
+                } else if (auto c = code(item, path)) {
+                    out.recover_on_exit_codes.push_back(*c);
+                }
+            } else {
+                m_w.known_key(key, field, {"strategy", "max_restarts_on_errors", "recover_on_exit_codes"});
+            }
+        }
+        std::sort(out.recover_on_exit_codes.begin(), out.recover_on_exit_codes.end());
+        out.recover_on_exit_codes.erase(std::unique(out.recover_on_exit_codes.begin(), out.recover_on_exit_codes.end()),
+                                        out.recover_on_exit_codes.end());
+        return out;
     }
 
     // `infra: aws/us-east-1` names a cloud: this set cannot run here (a rejection, not a parse error).

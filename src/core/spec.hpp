@@ -39,6 +39,18 @@ struct InfraPin {
     std::string pool;    // empty: any pool (partition, node group)
 };
 
+// SkyPilot's resources.job_recovery: how a job that fails is run again. tandem asks the scheduler for it
+// (Slurm: --requeue on node failure, user-code failures retried inside the allocation; Kubernetes:
+// backoffLimit and podFailurePolicy), so a job recovers with no tandem process running.
+struct JobRecovery {
+    std::string strategy;                    // SkyPilot's EAGER_NEXT_REGION, FAILOVER; "" when unset
+    int max_restarts_on_errors = 0;          // user-code failures (non-zero exit) run again this many times
+    std::vector<int> recover_on_exit_codes;  // always run again, not counted (1-255)
+    bool disabled = false;                   // `job_recovery: none`
+};
+// The most restarts tandem asks for (a bound on SkyPilot's unbounded integer).
+inline constexpr int k_max_restarts_on_errors = 1000;
+
 struct Resources {
     std::optional<InfraPin> infra;
     std::vector<Accelerator> accelerators; // empty: no accelerator
@@ -50,6 +62,7 @@ struct Resources {
     std::vector<std::string> ports;
     std::map<std::string, std::string> labels;
     std::optional<bool> use_spot;
+    std::optional<JobRecovery> job_recovery;
     // SkyPilot fields tandem does not model but judges per backend (backend_support.cpp): disk_tier,
     // network_tier, autostop, local_disk, job_recovery, max_hourly_cost, priority, priority_class. Keyed
     // by the field's name, as written (JSON).

@@ -21,7 +21,8 @@ constexpr std::string_view k_active_sql = "state NOT IN ('SUCCEEDED','FAILED','C
 // Column order shared by get() and list(); read_row() depends on it.
 constexpr std::string_view k_select_sql =
     "SELECT id, name, cluster, backend, remote_id, state, reason, exit_code, submitted_at, started_at, "
-    "ended_at, updated_at, spec_json, placement_json, gpus, num_nodes, parent_id, member, submit_token FROM jobs";
+    "ended_at, updated_at, spec_json, placement_json, gpus, num_nodes, parent_id, member, submit_token, recoveries "
+    "FROM jobs";
 
 // Fills `job` in place: list() reads thousands of rows, and building each one elsewhere then moving it
 // showed up in profiles.
@@ -53,6 +54,7 @@ Status read_row(const Stmt& row, JobRecord& job, const std::string& path) {
     job.parent_id = row.optional_int64_at(16);
     job.member = row.text_at(17);
     job.submit_token = row.text_at(18);
+    job.recoveries = row.text_at(19);
     return {};
 }
 
@@ -89,8 +91,8 @@ Result<std::int64_t> JobStore::insert_row(const JobRecord& job) {
     auto stmt =
         prepare("INSERT INTO jobs(name, cluster, backend, remote_id, state, reason, exit_code, "
                 "submitted_at, started_at, ended_at, updated_at, spec_json, placement_json, gpus, "
-                "num_nodes, parent_id, member, submit_token) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-                "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
+                "num_nodes, parent_id, member, submit_token, recoveries) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+                "?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)");
     if (!stmt) {
         return tl::unexpected(stmt.error());
     }
@@ -112,6 +114,7 @@ Result<std::int64_t> JobStore::insert_row(const JobRecord& job) {
     stmt->bind(16, job.parent_id);
     stmt->bind(17, job.member);
     stmt->bind(18, job.submit_token);
+    stmt->bind(19, job.recoveries);
     if (stmt->step() != SQLITE_DONE) {
         return tl::unexpected(sqlite_error(fmt::format("cannot insert job '{}'", job.name)));
     }
@@ -192,7 +195,7 @@ namespace {
 // state's age (`state_age_seconds`, "UNKNOWN (was RUNNING, 12s)") is shown in seconds anyway.
 constexpr std::int64_t k_reconfirm_seconds = 5;
 
-// `row` is (state, reason, exit_code, started_at, ended_at, updated_at, remote_id) of the job.
+// `row` is (state, reason, exit_code, started_at, ended_at, updated_at, remote_id, recoveries) of the job.
 bool reconfirms(const Stmt& row, const JobUpdate& update, std::string_view expected_remote,
                 std::int64_t now) {
     const auto state = job_state_from_string(row.text_at(0));
@@ -200,6 +203,9 @@ bool reconfirms(const Stmt& row, const JobUpdate& update, std::string_view expec
         return false;
     }
     if (!expected_remote.empty() && row.text_at(6) != expected_remote) {
+        return false;
+    }
+    if (update.recoveries && row.text_at(7) != *update.recoveries) {
         return false;
     }
     const auto exit_code = row.optional_int64_at(2);
@@ -233,13 +239,14 @@ JobStore::update_many(const std::vector<std::pair<std::int64_t, JobUpdate>>& upd
     // A terminal state is final: a refresh racing with a cancel (or another refresh) cannot rewrite it.
     auto stmt = prepare("UPDATE jobs SET state = ?1, reason = ?2, exit_code = coalesce(?3, exit_code), "
                         "started_at = coalesce(started_at, ?4), ended_at = coalesce(?5, ended_at), "
-                        "updated_at = ?6 WHERE id = ?7 AND (?8 = '' OR remote_id = ?8) "
+                        "updated_at = ?6, recoveries = coalesce(?9, recoveries) WHERE id = ?7 AND (?8 = '' OR "
+                        "remote_id = ?8) "
                         "AND state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')");
     if (!stmt) {
         return tl::unexpected(stmt.error());
     }
-    auto current = prepare("SELECT state, reason, exit_code, started_at, ended_at, updated_at, remote_id "
-                           "FROM jobs WHERE id = ?1");
+    auto current = prepare("SELECT state, reason, exit_code, started_at, ended_at, updated_at, remote_id, "
+                           "recoveries FROM jobs WHERE id = ?1");
     if (!current) {
         return tl::unexpected(current.error());
     }
@@ -266,6 +273,11 @@ JobStore::update_many(const std::vector<std::pair<std::int64_t, JobUpdate>>& upd
         stmt->bind(7, id);
         // A null data pointer would bind NULL, and NULL = '' is never true.
         stmt->bind(8, expected_remote);
+        if (update.recoveries) {
+            stmt->bind(9, *update.recoveries);
+        } else {
+            stmt->bind(9, std::optional<std::int64_t>{});
+        }
         if (stmt->step() != SQLITE_DONE) {
             return tl::unexpected(sqlite_error(fmt::format("cannot update job {}", id)));
         }

@@ -93,6 +93,10 @@ constexpr std::array k_migrations{
     Migration{6, R"sql(
         CREATE INDEX IF NOT EXISTS jobs_submit_token ON jobs(submit_token);
     )sql"},
+    // Recovery (issue 32): how the job recovered so far, as its cluster records it (core/job_recovery.hpp).
+    Migration{7, R"sql(
+        ALTER TABLE jobs ADD COLUMN recoveries TEXT NOT NULL DEFAULT '';
+    )sql", "recoveries"},
 };
 static_assert(k_migrations.back().version == k_schema_version, "every schema version needs its migration");
 

@@ -204,6 +204,10 @@ json submit_payload(const std::string& script, const SubmitPlan& plan, ApiVersio
         job["standard_output"] = plan.output_pattern;
         job["standard_error"] = plan.output_pattern;
     }
+    if (plan.recovery) { // what --requeue and --open-mode=append ask over sbatch
+        job["requeue"] = true;
+        job["open_mode"] = is_v38(version) ? json("append") : json::array({"APPEND"});
+    }
     if (!plan.submit_token.empty()) {
         job["comment"] = job_comment(plan);
     }

@@ -116,6 +116,11 @@ Result<std::string> directives(const SubmitPlan& plan) {
     optional("--chdir", plan.working_directory);
 
     std::string out;
+    if (plan.recovery) {
+        // resources.job_recovery: a node failure or preemption requeues the job (as JobRequeue and the
+        // partition allow), and every attempt's output is kept in the one file.
+        out += "#SBATCH --requeue\n#SBATCH --open-mode=append\n";
+    }
     for (const auto& [name, value] : plan.extra_options) { // config.slurm.sbatch_options
         if (value.empty()) {
             out += fmt::format("#SBATCH --{}\n", name);
@@ -181,6 +186,70 @@ Status check_user_script(std::string_view field, std::string_view text) {
     }
     return {};
 }
+
+// The recovery loop of a job with resources.job_recovery (see render_sbatch_script). The comment word
+// tandem-recovered=EVENTS (core/job_recovery.hpp) survives a requeue, so the restarts already used and
+// the node failures already counted are read back from it when the script starts again.
+constexpr std::string_view k_recovery_functions = R"sh(tandem_recovered_events() {
+  local comment w
+  comment=$(squeue -h -j "$SLURM_JOB_ID" -o %k 2>/dev/null) || return 0
+  set -f
+  for w in $comment; do
+    case $w in tandem-recovered=*) printf '%s' "${w#tandem-recovered=}" ;; esac
+  done
+  set +f
+}
+tandem_recovered() { # EVENT: appended to the comment's tandem-recovered word
+  local comment w rest="" events
+  comment=$(squeue -h -j "$SLURM_JOB_ID" -o %k 2>/dev/null) || return 0
+  set -f
+  for w in $comment; do
+    case $w in tandem-recovered=*) events=${w#tandem-recovered=} ;; *) rest="$rest${rest:+ }$w" ;; esac
+  done
+  set +f
+  # The word goes before the group's address book (tandem-hosts=), which tandem replaces as a whole.
+  local word="tandem-recovered=${events:+$events,}$1" before=${rest%% tandem-hosts=*}
+  if [[ $before != "$rest" ]]; then
+    rest="$before $word ${rest#"$before "}"
+  else
+    rest="$rest $word"
+  fi
+  scontrol update JobId="$SLURM_JOB_ID" Comment="$rest" >/dev/null 2>&1 || true
+}
+tandem_recover_loop() {
+  local events used=0 nodes=0 e rc attempt=1 uncounted=0
+  events=$(tandem_recovered_events)
+  for e in ${events//,/ }; do
+    case $e in x*) used=$((used + 1)) ;; n) nodes=$((nodes + 1)) ;; esac
+    attempt=$((attempt + 1))
+  done
+  if (( ${SLURM_RESTART_COUNT:-0} > nodes )); then
+    echo "tandem: attempt $((attempt + 1)): the job was requeued (node failure or preemption), running again"
+    tandem_recovered n
+    attempt=$((attempt + 1))
+  else
+    echo "tandem: attempt $attempt"
+  fi
+  while :; do
+    tandem_attempt
+    rc=$?
+    (( rc == 0 )) && return 0
+    attempt=$((attempt + 1))
+    if [[ $tandem_recover_codes == *" $rc "* ]] && (( uncounted < 100 )); then
+      uncounted=$((uncounted + 1))
+      echo "tandem: attempt $attempt: exit code $rc is in recover_on_exit_codes, running again (not counted)"
+      tandem_recovered "c$rc"
+    elif (( used < tandem_max_restarts )); then
+      used=$((used + 1))
+      echo "tandem: attempt $attempt: exit code $rc, restart $used of $tandem_max_restarts"
+      tandem_recovered "x$rc"
+    else
+      (( tandem_max_restarts > 0 )) && echo "tandem: exit code $rc and no restart left ($used of $tandem_max_restarts used)"
+      return $rc
+    fi
+  done
+}
+)sh";
 
 } // namespace
 
@@ -281,7 +350,28 @@ Result<std::string> render_sbatch_script(const TaskSpec& spec, const SubmitPlan&
     // node's lines and `logs --node K` can pick one node's out of it.
     s += " --kill-on-bad-exit=0 --label \\\n"
          "    /bin/bash -c \"$tandem_node\" tandem-node \"$tandem_setup\" \"$tandem_run\"\n";
-    s += "exit $?\n";
+    if (!plan.recovery) {
+        s += "exit $?\n";
+        return s;
+    }
+    // Recovery: the srun above becomes one attempt of a loop (the function body), run again inside the
+    // allocation after a failing exit code while restarts are left; the rank environment is recomputed by
+    // each attempt's srun. Each recovery is appended to the job's comment (a word the job's owner may
+    // update), so `status` learns it from the cluster with no tandem process running.
+    const std::size_t srun_at = s.rfind("srun --export=ALL");
+    std::string srun = s.substr(srun_at);
+    s.resize(srun_at);
+    std::string codes;
+    for (int c : plan.recovery->recover_on_exit_codes) {
+        codes += fmt::format(" {}", c);
+    }
+    s += fmt::format("# resources.job_recovery: max_restarts_on_errors {}, recover_on_exit_codes [{}].\n",
+                     plan.recovery->max_restarts_on_errors, codes.empty() ? "" : codes.substr(1));
+    s += fmt::format("tandem_max_restarts={}\ntandem_recover_codes=' {} '\n", plan.recovery->max_restarts_on_errors,
+                     codes.empty() ? "" : codes.substr(1));
+    s += k_recovery_functions;
+    s += "tandem_attempt() {\n" + srun + "}\n";
+    s += "tandem_recover_loop\nexit $?\n";
     return s;
 }
 

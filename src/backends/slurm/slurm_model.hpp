@@ -50,6 +50,9 @@ struct SubmitPlan {
     // in the job's comment (see group_channel.hpp), which each node reads with scontrol.
     bool group_book_in_comment = false;
     std::vector<MountCopy> file_mounts;
+    // resources.job_recovery (not `none`): --requeue on node failure, user-code failures run again inside
+    // the allocation (sbatch_script.hpp).
+    std::optional<JobRecovery> recovery;
 };
 
 struct SlurmJob {
@@ -101,6 +104,8 @@ struct SlurmNode {
 // Slurm's state + reason + exit code -> tandem's state model (the table is in state_mapping.cpp).
 // started_at/ended_at are taken only once they are facts: Slurm reports an expected start for pending
 // jobs and an expected end for running ones. ended_at stays empty when Slurm gave none.
+// The comment word a job with resources.job_recovery keeps its recoveries in (core/job_recovery.hpp).
+inline constexpr std::string_view k_recovered_marker = "tandem-recovered=";
 JobUpdate to_job_update(const SlurmJob& job);
 
 // A job slurmctld no longer lists (it purges ended jobs after MinJobAge) and accounting cannot answer

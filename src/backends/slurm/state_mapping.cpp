@@ -19,6 +19,8 @@
 
 #include <fmt/format.h>
 
+#include "core/job_recovery.hpp"
+
 #include "backends/slurm/slurm_model.hpp"
 
 namespace tandem::slurm {
@@ -172,6 +174,13 @@ JobUpdate to_job_update(const SlurmJob& job) {
         break;
     case ExitUse::none:
         break;
+    }
+
+    // Recoveries the job recorded in its comment (sbatch_script.cpp's tandem_recovered).
+    if (const auto at = job.comment.find(k_recovered_marker); at != std::string::npos) {
+        const auto from = at + k_recovered_marker.size();
+        const auto word = std::string_view(job.comment).substr(from, job.comment.find(' ', from) - from);
+        u.recoveries = format_recoveries(parse_recoveries(word));
     }
 
     const bool terminal = is_terminal(u.state);

@@ -67,6 +67,9 @@ Result<SubmitPlan> build_submit_plan(const TaskSpec& spec, const Placement& plac
     plan.qos = spec.slurm.qos;
     plan.constraint = spec.slurm.constraint;
     plan.extra_options = spec.slurm.sbatch_options;
+    if (resources.job_recovery && !resources.job_recovery->disabled) {
+        plan.recovery = *resources.job_recovery;
+    }
     if (spec.git_workdir) {
         for (auto& kv : git_checkout_environment(*spec.git_workdir)) {
             plan.environment.push_back(std::move(kv));

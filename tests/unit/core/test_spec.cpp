@@ -456,3 +456,39 @@ TEST_CASE("closest_match finds near names only") {
     CHECK(closest_match("cpu", keys) == std::optional<std::string>("cpus"));
     CHECK_FALSE(closest_match("zzzzzz", keys));
 }
+
+TEST_CASE("job_recovery: SkyPilot's shorthand and mapping, with exit codes as a number or a list") {
+    auto s = load_ok("resources:\n  job_recovery: FAILOVER\nrun: x\n");
+    REQUIRE(s.resources.job_recovery);
+    CHECK(s.resources.job_recovery->strategy == "FAILOVER");
+    CHECK(s.resources.job_recovery->max_restarts_on_errors == 0);
+    CHECK_FALSE(s.resources.job_recovery->disabled);
+    CHECK(load_ok("resources:\n  job_recovery: none\nrun: x\n").resources.job_recovery->disabled);
+    s = load_ok("resources:\n  job_recovery:\n    strategy: null\n    max_restarts_on_errors: 3\n"
+                "    recover_on_exit_codes: [34, 33, 33]\nrun: x\n");
+    CHECK(s.resources.job_recovery->max_restarts_on_errors == 3);
+    CHECK(s.resources.job_recovery->recover_on_exit_codes == std::vector<int>{33, 34});
+    s = load_ok("resources:\n  spot_recovery: {recover_on_exit_codes: 7}\nrun: x\n");
+    CHECK(s.resources.job_recovery->recover_on_exit_codes == std::vector<int>{7});
+    CHECK_FALSE(load_ok("resources:\n  cpus: 1\nrun: x\n").resources.job_recovery);
+}
+
+TEST_CASE("job_recovery: a bad value is one error naming the field and where it is") {
+    auto errs = errors_of("resources:\n  job_recovery:\n    max_restarts_on_errors: -1\nrun: x\n");
+    REQUIRE(errs.size() == 1);
+    CHECK(errs[0].find("task.yaml:3:29") != std::string::npos);
+    CHECK(errs[0].find("resources.job_recovery.max_restarts_on_errors") != std::string::npos);
+    errs = errors_of("resources:\n  job_recovery:\n    recover_on_exit_codes: [3, 300]\nrun: x\n");
+    REQUIRE(errs.size() == 1);
+    CHECK(errs[0].find("resources.job_recovery.recover_on_exit_codes[1]") != std::string::npos);
+    CHECK(errs[0].find("0 to 255") != std::string::npos);
+    errs = errors_of("resources:\n  job_recovery:\n    recover_on_exit_codes: 0\nrun: x\n");
+    REQUIRE(errs.size() == 1);
+    CHECK(errs[0].find("0 is success") != std::string::npos);
+    errs = errors_of("resources:\n  job_recovery:\n    max_restart_on_errors: 2\nrun: x\n");
+    REQUIRE(errs.size() == 1);
+    CHECK(errs[0].find("max_restarts_on_errors") != std::string::npos); // did you mean
+    errs = errors_of("resources:\n  job_recovery: [1]\nrun: x\n");
+    REQUIRE(errs.size() == 1);
+    CHECK(errs[0].find("a strategy name or a mapping") != std::string::npos);
+}
