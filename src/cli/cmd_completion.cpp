@@ -148,11 +148,17 @@ std::string fish_script(const std::vector<CommandInfo>& table) {
 }
 
 std::string zsh_script(const std::vector<CommandInfo>& table) {
-    // zsh runs the bash function through its bashcompinit layer (part of zsh): one script to keep true.
-    return "# tandem completion for zsh: eval \"$(tandem completion zsh)\" (e.g. in ~/.zshrc)\n"
-           "autoload -U +X compinit && compinit\n"
+    // zsh runs the bash function through its bashcompinit layer (part of zsh): one script to keep true. The
+    // same text is also a completion file (the installed vendor-completions/_tandem): zsh's compinit finds
+    // it in $fpath by its #compdef line and loads it as the function _tandem at the first completion, when
+    // it must also complete that first word.
+    return "#compdef tandem\n"
+           "# tandem completion for zsh: eval \"$(tandem completion zsh)\" (e.g. in ~/.zshrc), or this saved as\n"
+           "# _tandem in a folder of $fpath\n"
+           "(( $+functions[compdef] )) || { autoload -U +X compinit && compinit; }\n"
            "autoload -U +X bashcompinit && bashcompinit\n" +
-           bash_script(table).substr(bash_script(table).find('\n') + 1);
+           bash_script(table).substr(bash_script(table).find('\n') + 1) +
+           "if [[ ${funcstack[1]-} == _tandem ]]; then _bash_complete -F _tandem; fi\n";
 }
 
 } // namespace

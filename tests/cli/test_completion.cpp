@@ -100,6 +100,7 @@ TEST_CASE("completion: zsh and fish scripts, and a clear error for another shell
     auto zsh = t.tandem({"completion", "zsh"});
     REQUIRE(zsh.exit_code == 0);
     CHECK(contains(zsh.out, "bashcompinit"));
+    CHECK(zsh.out.rfind("#compdef tandem\n", 0) == 0); // also the installed $fpath file, vendor-completions/_tandem
     CHECK(contains(zsh.out, "complete -F _tandem tandem"));
     auto fish = t.tandem({"completion", "fish"});
     REQUIRE(fish.exit_code == 0);
