@@ -236,3 +236,75 @@ TEST_CASE("a submit whose answer is lost is not submitted twice") {
     CHECK(split_lines(q.out) == std::vector<std::string>{slurm_id});
     lab.tandem({"cancel", "1"});
 }
+
+// Recovery (issue 32): resources.job_recovery through Slurm's own mechanisms. No tandem process runs
+// between `launch -d` and the end: the batch script runs the program again in its allocation and records
+// each recovery in the job's comment; `status` reads it back.
+TEST_CASE("recovery: a job failing once with max_restarts_on_errors 2 succeeds and reports 1 recovery", "[api]") {
+    SlurmHome lab;
+    const std::string marker = "$HOME/.tandem-test-flaky-" + std::to_string(::getpid()) + "-" +
+                               std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+    auto file = lab.task("flaky", "name: flaky\nresources:\n  job_recovery:\n    max_restarts_on_errors: 2\n"
+                                  "run: |\n  if [ ! -f " + marker + " ]; then touch " + marker +
+                                  "; echo failing-once; exit 3; fi\n  rm -f " + marker + "\n  echo second-time-lucky\n");
+    const int id = launched_id(lab.tandem({"launch", "-d", file}));
+    auto j = lab.wait_terminal(id);
+    INFO(j.dump());
+    CHECK(j["state"] == "SUCCEEDED");
+    CHECK(j["exit_code"] == 0);
+    CHECK(j["recoveries"] == 1);
+    REQUIRE(j["recovered_attempts"].size() == 1);
+    CHECK(j["recovered_attempts"][0]["reason"] == "exit code 3");
+    CHECK(j["recovered_attempts"][0]["counted"] == true);
+    CHECK(lab.tandem({"status", std::to_string(id), "--exit-code"}).exit_code == 0);
+    auto table = lab.tandem({"status", std::to_string(id)});
+    CHECK(contains(table.out, "exit code 0, after 1 recovery (exit code 3)"));
+    // Every attempt's output, each after its marker.
+    auto logs = lab.tandem({"logs", std::to_string(id)});
+    INFO(logs);
+    const auto first = logs.out.find("failing-once");
+    const auto marker_line = logs.out.find("tandem: attempt 2: exit code 3, restart 1 of 2");
+    const auto second = logs.out.find("second-time-lucky");
+    CHECK(first != std::string::npos);
+    CHECK(marker_line != std::string::npos);
+    CHECK(second != std::string::npos);
+    CHECK((first < marker_line && marker_line < second));
+}
+
+TEST_CASE("recovery: a job using up its restarts fails with its last exit code; recover_on_exit_codes are not counted",
+          "[api]") {
+    SlurmHome lab;
+    auto failing = lab.task("always", "name: always-fails\nresources:\n  job_recovery: {max_restarts_on_errors: 1}\n"
+                                      "run: echo try; exit 4\n");
+    auto r = lab.tandem({"launch", "--wait", failing});
+    INFO(r);
+    CHECK(r.exit_code == 4);
+    auto j = lab.job(1);
+    CHECK(j["state"] == "FAILED");
+    CHECK(j["exit_code"] == 4);
+    CHECK(j["recoveries"] == 1);
+    CHECK(contains(r.err, "exit code 4, after 1 recovery (exit code 4)"));
+
+    // Exit 7 is in recover_on_exit_codes: recovered with no restart allowed, and not counted.
+    const std::string marker = "$HOME/.tandem-test-code7-" + std::to_string(::getpid()) + "-" +
+                               std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+    auto coded = lab.task("code7", "name: code-seven\nresources:\n  job_recovery:\n    max_restarts_on_errors: 0\n"
+                                   "    recover_on_exit_codes: [7]\n"
+                                   "run: |\n  if [ ! -f " + marker + " ]; then touch " + marker +
+                                   "; exit 7; fi\n  rm -f " + marker + "\n  echo recovered\n");
+    auto r7 = lab.tandem({"launch", "--wait", coded});
+    INFO(r7);
+    CHECK(r7.exit_code == 0);
+    auto j7 = lab.job(2);
+    CHECK(j7["state"] == "SUCCEEDED");
+    CHECK(j7["recoveries"] == 1);
+    CHECK(j7["recovered_attempts"][0]["reason"] == "exit code 7 (recover_on_exit_codes)");
+    CHECK(j7["recovered_attempts"][0]["counted"] == false);
+    // Without job_recovery nothing is retried (and no --requeue is asked).
+    auto plain = lab.task("plain", "name: plain-fails\nrun: exit 5\n");
+    CHECK(lab.tandem({"launch", "--wait", plain}).exit_code == 5);
+    CHECK(lab.job(3)["recoveries"] == 0);
+    auto plan = lab.tandem({"plan", coded});
+    CHECK(contains(plan.out, "#SBATCH --requeue"));
+    CHECK_FALSE(contains(lab.tandem({"plan", plain}).out, "--requeue"));
+}

@@ -180,3 +180,23 @@ TEST_CASE("ssh: status of a job that left slurmctld comes from sacct, or says th
         }
     }
 }
+
+TEST_CASE("ssh: recovery: a job failing once with max_restarts_on_errors 1 succeeds and reports the recovery") {
+    SshLab lab;
+    const std::string marker = "$HOME/.tandem-test-ssh-flaky-" + std::to_string(::getpid()) + "-" +
+                               std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+    auto file = lab.task("flaky", "name: ssh-flaky\nresources:\n  job_recovery: {max_restarts_on_errors: 1}\n"
+                                  "run: |\n  if [ ! -f " + marker + " ]; then touch " + marker +
+                                  "; echo failing-once; exit 3; fi\n  rm -f " + marker + "\n  echo second-time-lucky\n");
+    auto r = lab.tandem({"launch", "--wait", file});
+    INFO(r);
+    CHECK(r.exit_code == 0);
+    auto j = lab.job(1);
+    CHECK(j["state"] == "SUCCEEDED");
+    CHECK(j["recoveries"] == 1);
+    CHECK(j["recovered_attempts"][0]["reason"] == "exit code 3");
+    auto logs = lab.tandem({"logs", "1"});
+    CHECK(contains(logs.out, "failing-once"));
+    CHECK(contains(logs.out, "tandem: attempt 2: exit code 3, restart 1 of 1"));
+    CHECK(contains(logs.out, "second-time-lucky"));
+}
