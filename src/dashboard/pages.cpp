@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/job_recovery.hpp"
 #include "core/quantity.hpp"
 
 namespace tandem::dashboard {
@@ -340,6 +341,17 @@ std::string render_job(const JobPage& job, const PageContext& ctx) {
         }
         body += fmt::format("<tr><td class=\"num\">{}</td><td>{}</td><td colspan=\"4\">now</td></tr>\n",
                             job.attempts.size() + 1, escape(r.cluster));
+        body += "</tbody></table>\n";
+    }
+    if (const auto events = parse_recoveries(r.recoveries); !events.empty()) {
+        // resources.job_recovery: each time the job ran again, as its cluster recorded it.
+        body += "<h2>Recoveries</h2><table><thead><tr><th>AFTER ATTEMPT</th><th>WHY</th><th>COUNTED</th></tr>"
+                "</thead><tbody>\n";
+        for (std::size_t i = 0; i < events.size(); ++i) {
+            body += fmt::format("<tr><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>\n", i + 1,
+                                escape(describe(events[i])),
+                                events[i].kind == RecoveryEvent::Kind::exit_code ? "yes" : "no");
+        }
         body += "</tbody></table>\n";
     }
     if (!r.is_group()) {

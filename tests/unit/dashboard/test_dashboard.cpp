@@ -145,6 +145,12 @@ TEST_CASE("a job page shows its facts, its history and its log as text; cancel o
     html = render_job(page, ctx);
     CHECK(html.find("action=\"/jobs/7/cancel\"") != std::string::npos);
     CHECK(html.find("name=\"csrf\" value=\"c5rf\"") != std::string::npos);
+    CHECK(html.find("<h2>Recoveries</h2>") == std::string::npos);
+    page.view.record.recoveries = "x3,n";
+    html = render_job(page, ctx);
+    CHECK(html.find("<h2>Recoveries</h2>") != std::string::npos);
+    CHECK(html.find("<td>exit code 3</td><td>yes</td>") != std::string::npos);
+    CHECK(html.find("<td>node failure, requeued</td><td>no</td>") != std::string::npos);
     page.view.record.state = JobState::succeeded;
     html = render_job(page, ctx);
     CHECK(html.find("/cancel") == std::string::npos);
