@@ -10,6 +10,7 @@
 
 #include "app/fanout.hpp"
 #include "app/launch_lock.hpp"
+#include "core/job_recovery.hpp"
 
 namespace tandem::app {
 
@@ -63,7 +64,7 @@ void apply_updates(const Session& ctx, store::JobStore* store, std::vector<JobVi
         r.exit_code = u.exit_code ? u.exit_code : r.exit_code;
         r.started_at = r.started_at ? r.started_at : u.started_at;
         r.ended_at = u.ended_at ? u.ended_at : r.ended_at;
-        r.recoveries = u.recoveries ? *u.recoveries : r.recoveries;
+        r.recoveries = u.recoveries ? merge_recoveries(r.recoveries, *u.recoveries) : r.recoveries;
         r.updated_at = now;
     }
 }

@@ -134,10 +134,7 @@ constexpr FieldVerdict k_kubernetes_fields[] = {
     {C::best_disk_tier, {}, k_best},
     {C::other_network_tier, {}, k_standard},
     {C::autostop_harmless, {}, k_ends_by_itself},
-    {C::job_recovery,
-     {},
-     "it applies to SkyPilot managed jobs (sky jobs launch); tandem runs the task once (retries: "
-     "config.kubernetes.backoff_limit)"},
+    // job_recovery: backoffLimit, and a podFailurePolicy from 1.26 (manifests.cpp).
     {C::max_hourly_cost, {}, "Kubernetes has no price: always met"},
     {C::priority, {}, k_no_controller},
 };

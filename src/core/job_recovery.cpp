@@ -1,6 +1,8 @@
 #include "core/job_recovery.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -72,6 +74,48 @@ std::string recoveries_summary(std::string_view text) {
         out += (i == 0 ? "" : "; ") + describe(events[i]);
     }
     return out + ")";
+}
+
+std::string format_exit_codes(const std::vector<int>& codes) {
+    std::string out;
+    for (int c : codes) {
+        out += (out.empty() ? "" : ",") + std::to_string(c);
+    }
+    return out;
+}
+
+std::vector<int> parse_exit_codes(std::string_view text) {
+    std::vector<int> out;
+    while (!text.empty() && out.size() < 255) {
+        const auto comma = text.find(',');
+        const std::string_view item = text.substr(0, comma);
+        text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+        int code = 0;
+        auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), code);
+        if (ec == std::errc() && end == item.data() + item.size() && code >= 1 && code <= 255) {
+            out.push_back(code);
+        }
+    }
+    return out;
+}
+
+std::string merge_recoveries(std::string_view stored, std::string_view seen) {
+    auto known = parse_recoveries(stored);
+    std::map<std::string, int> left; // how many of each event the stored list still accounts for
+    for (const auto& e : known) {
+        ++left[format_recoveries({e})];
+    }
+    for (const auto& e : parse_recoveries(seen)) {
+        if (known.size() >= k_max_recovery_events) {
+            break;
+        }
+        if (int& n = left[format_recoveries({e})]; n > 0) {
+            --n;
+        } else {
+            known.push_back(e);
+        }
+    }
+    return format_recoveries(known);
 }
 
 } // namespace tandem

@@ -30,4 +30,15 @@ std::string describe(const RecoveryEvent& event);
 // "1 recovery (exit code 3)", "2 recoveries (exit code 3; node failure, requeued)": for a reason.
 std::string recoveries_summary(std::string_view text);
 
+// recover_on_exit_codes as a cluster keeps them ("3,4"; a Kubernetes Job's annotation) and back: parsing
+// keeps the codes 1-255 it can read, at most 255 of them.
+std::string format_exit_codes(const std::vector<int>& codes);
+std::vector<int> parse_exit_codes(std::string_view text);
+
+// What `stored` knew of a job's recoveries with what a cluster `seen` now: every stored event is kept
+// (a cluster may forget some: a Kubernetes pod replaced after an eviction is gone once it ended), and the
+// events `seen` has beyond them are appended in its order. Counted per event, so a list that only grows
+// (a Slurm comment) comes back as `seen`.
+std::string merge_recoveries(std::string_view stored, std::string_view seen);
+
 } // namespace tandem

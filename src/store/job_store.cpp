@@ -9,6 +9,7 @@
 
 #include <fmt/core.h>
 
+#include "core/job_recovery.hpp"
 #include "store/sqlite_stmt.hpp"
 
 namespace tandem::store {
@@ -205,7 +206,7 @@ bool reconfirms(const Stmt& row, const JobUpdate& update, std::string_view expec
     if (!expected_remote.empty() && row.text_at(6) != expected_remote) {
         return false;
     }
-    if (update.recoveries && row.text_at(7) != *update.recoveries) {
+    if (update.recoveries && row.text_at(7) != merge_recoveries(row.text_at(7), *update.recoveries)) {
         return false;
     }
     const auto exit_code = row.optional_int64_at(2);
@@ -259,9 +260,15 @@ JobStore::update_many(const std::vector<std::pair<std::int64_t, JobUpdate>>& upd
             i < remote_ids.size() ? std::string_view(remote_ids[i]) : std::string_view("");
         current->reset();
         current->bind(1, id);
-        if (current->step() == SQLITE_ROW && reconfirms(*current, update, expected_remote, now)) {
+        const bool found = current->step() == SQLITE_ROW;
+        if (found && reconfirms(*current, update, expected_remote, now)) {
             applied[i] = true; // the row already says this, confirmed moments ago: no write
             continue;
+        }
+        // A cluster may forget recoveries the row holds (a pod gone after an eviction): keep the union.
+        std::optional<std::string> recoveries = update.recoveries;
+        if (recoveries && found) {
+            recoveries = merge_recoveries(current->text_at(7), *recoveries);
         }
         stmt->reset();
         stmt->bind(1, to_string(update.state));
@@ -273,8 +280,8 @@ JobStore::update_many(const std::vector<std::pair<std::int64_t, JobUpdate>>& upd
         stmt->bind(7, id);
         // A null data pointer would bind NULL, and NULL = '' is never true.
         stmt->bind(8, expected_remote);
-        if (update.recoveries) {
-            stmt->bind(9, *update.recoveries);
+        if (recoveries) {
+            stmt->bind(9, *recoveries);
         } else {
             stmt->bind(9, std::optional<std::int64_t>{});
         }

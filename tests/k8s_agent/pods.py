@@ -762,7 +762,9 @@ class Runner:
 
     def _terminate(self, st):
         """Graceful deletion: TERM the process groups, KILL after the grace
-        period, then remove the pod object (gracePeriodSeconds=0)."""
+        period, report the terminal phase (restartPolicy Never), then remove
+        the pod object (gracePeriodSeconds=0; its finalizers, such as the Job
+        controller's job-tracking one, keep it until their owners let go)."""
         grace = st.pod["metadata"].get("deletionGracePeriodSeconds")
         grace = 30 if grace is None else int(grace)
         with st.lock:
@@ -782,6 +784,24 @@ class Runner:
             for r in runs:
                 r.proc.wait()
                 r.finish(_exit_code(r.proc.returncode), "Error")
+        policy = st.pod["spec"].get("restartPolicy", "Always")
+        already = (st.pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        if st.runs and policy == "Never" and not already:
+            # As a kubelet computes the phase once every container has ended under restartPolicy Never
+            # (getPhase): Failed unless every one exited 0. The status patch merges conditions by type, so
+            # the DisruptionTarget the Eviction API (1.26+) set stays. The Job controller waits for this
+            # terminal phase before it judges a deleted pod against a podFailurePolicy, and removes its
+            # job-tracking finalizer only then.
+            with st.lock:
+                statuses = self._statuses(st)
+                ok = all("terminated" in (r.state or {}) and r.state["terminated"]["exitCode"] == 0
+                         for r in st.runs.values())
+            t = now_rfc3339()
+            conds = [{"type": k, "status": "False", "reason": "PodCompleted", "lastTransitionTime": t}
+                     for k in ("Ready", "ContainersReady")]
+            phase = "Succeeded" if ok else "Failed"
+            self._report(st, {"phase": phase, "conditions": conds, "containerStatuses": statuses},
+                         f"{phase} (deleted: its containers were stopped)")
         self._release_volumes(st)
         self._release_network(st)
         body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0, "preconditions": {"uid": st.uid}}

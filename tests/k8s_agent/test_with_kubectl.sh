@@ -4,7 +4,7 @@
 # Kubernetes testbed (scripts/testbed/k8s up). One scenario per run:
 #   tests/k8s_agent/test_with_kubectl.sh SCENARIO
 # Scenarios: job-completes gpu-job gpu-insufficient mig-job exit-code
-#            service-endpoints hpa-custom-metric exec attach init-empty-dir init-fails logs-follow delete-kills delete-stubborn restart-on-failure cannot-run
+#            service-endpoints hpa-custom-metric exec attach init-empty-dir init-fails logs-follow delete-kills delete-stubborn evict restart-on-failure cannot-run
 #            secret-missing secret-env configmap-volume configmap-volume-missing
 #            auth apiserver-restart (stops the apiserver for a while: run it alone)
 # A testbed that is not up is a failure, not a skip.
@@ -420,6 +420,58 @@ EOF
     expect_eq "lastState" "$(jp "pod/$pod" '{.status.containerStatuses[0].lastState.terminated.exitCode}')" 1
     expect_eq "logs" "$(k logs "$pod")" run-2
     expect_eq "previous logs" "$(k logs --previous "$pod")" run-1
+    ;;
+  evict)
+    # The Eviction API (a drain's call): the pod is stopped within its grace period and, as a kubelet
+    # reports it under restartPolicy Never, ends Failed; from 1.26 the apiserver marks it DisruptionTarget
+    # first, and a Job whose podFailurePolicy ignores that condition replaces the pod without counting it
+    # (backoffLimit 0 here). Before 1.26 there is neither the condition nor the policy.
+    policy=""
+    ((K8S_MINOR >= 26)) && policy='  podFailurePolicy: {rules: [{action: Ignore, onPodConditions: [{type: DisruptionTarget}]}]}'
+    k create -f - >/dev/null <<EOF
+apiVersion: batch/v1
+kind: Job
+metadata: {name: $NAME}
+spec:
+  backoffLimit: 0
+$policy
+  template:
+    spec:
+      restartPolicy: Never
+      terminationGracePeriodSeconds: 5
+      containers:
+      - name: main
+        image: busybox
+        command: [sh, -c, 'if [ -e $WORK/first ]; then echo second run; exit 0; fi; touch $WORK/first; echo first run; sleep 300']
+EOF
+    first=$(pod_of "$NAME")
+    running() { [[ $(jp "pod/$first" '{.status.phase}') == Running ]]; }
+    wait_until 30 "pod $first to run" running
+    # Watch the pod from now on: its last states pass quickly once the Job controller lets go of it.
+    k get pod "$first" --watch -o jsonpath='{.status.phase}{" "}{.status.conditions[?(@.type=="DisruptionTarget")].reason}{"\n"}' \
+      >"$WORK/watch" 2>/dev/null &
+    watcher=$!
+    sleep 0.5
+    api=policy/v1
+    ((K8S_MINOR < 22)) && api=policy/v1beta1 # policy/v1 Eviction is there from 1.22
+    printf '{"apiVersion":"%s","kind":"Eviction","metadata":{"name":"%s","namespace":"%s"}}' \
+      "$api" "$first" "$K8S_NAMESPACE" >"$WORK/eviction.json"
+    k create --raw "/api/v1/namespaces/$K8S_NAMESPACE/pods/$first/eviction" -f "$WORK/eviction.json" >/dev/null ||
+      fail "the eviction ($api) was refused"
+    gone() { [[ -z $(k get pod "$first" -o name --ignore-not-found) ]]; }
+    wait_until 40 "the evicted pod $first to be gone" gone
+    sleep 0.5
+    kill "$watcher" 2>/dev/null || true
+    wait "$watcher" 2>/dev/null || true
+    seen=$(tr '\n' '|' <"$WORK/watch")
+    grep -q '^Failed' "$WORK/watch" || fail "the evicted pod never showed phase Failed: $seen"
+    if ((K8S_MINOR >= 26)); then
+      grep -q '^Failed EvictionByEvictionAPI' "$WORK/watch" ||
+        fail "no DisruptionTarget (EvictionByEvictionAPI) on the Failed pod: $seen"
+      wait_job "$NAME" complete
+      expect_eq "failed pods counted" "$(jp "job/$NAME" '{.status.failed}')" ""
+      [[ $(k logs "job/$NAME") == *"second run"* ]] || fail "the replacement pod did not run: $(k logs "job/$NAME")"
+    fi
     ;;
   cannot-run)
     job "$NAME" '      - name: main

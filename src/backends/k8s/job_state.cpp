@@ -11,7 +11,8 @@
 //                                            FailedCreate event, or "waiting for ...". A multi-rank reason
 //                                            names the rank that is not running ("rank 1: ...").
 // A pod that failed while its Job has not (yet) failed is PENDING: the Job controller retries it or fails
-// the Job within a moment, and only it knows which (backoffLimit).
+// the Job within a moment, and only it knows which (backoffLimit, podFailurePolicy). A failed pod another
+// pod of its rank replaced is a recovery (recoveries_of), never the job's reason.
 
 #include "backends/k8s/job_state.hpp"
 
@@ -26,6 +27,7 @@
 #include "backends/k8s/job_state_pods.hpp"
 #include "backends/k8s/json_fields.hpp"
 #include "backends/k8s/labels.hpp"
+#include "core/job_recovery.hpp"
 
 namespace tandem::k8s {
 
@@ -77,6 +79,27 @@ struct PodInfo {
     PodObservation obs;
 };
 
+// Of two pods of one rank, whether `b` came after `a`: by creation (whole seconds), then a pod still
+// going or succeeded after one that failed in the same second (a pod that fails at once is replaced
+// within the second), then by when each ended.
+bool later(const PodInfo& a, const PodInfo& b) {
+    if (a.created != b.created) {
+        return b.created > a.created;
+    }
+    const auto end_a = a.obs.finished_at.value_or(INT64_MAX), end_b = b.obs.finished_at.value_or(INT64_MAX);
+    const bool failed_a = a.obs.state == JobState::failed, failed_b = b.obs.state == JobState::failed;
+    if (failed_a != failed_b) {
+        return failed_a;
+    }
+    return end_b >= end_a;
+}
+
+// Whether another pod of p's rank came after it (the Job controller replaced it).
+bool replaced(const PodInfo& p, const std::vector<PodInfo>& pods) {
+    return std::any_of(pods.begin(), pods.end(),
+                       [&](const PodInfo& q) { return &q != &p && q.rank == p.rank && later(p, q); });
+}
+
 bool pod_of_job(const PodInfo& p, const json& job) {
     const int jr = rank_of_job(job);
     return jr < 0 || p.rank == jr;
@@ -116,8 +139,8 @@ Failure failure_of(const json& job, const json& failed_cond, const std::vector<P
     }
     const PodInfo* first = nullptr;
     for (const auto& p : pods) {
-        if (p.obs.state != JobState::failed || !pod_of_job(p, job)) {
-            continue;
+        if (p.obs.state != JobState::failed || !pod_of_job(p, job) || replaced(p, pods)) {
+            continue; // a replaced pod's failure was recovered from: the last attempts decide
         }
         const auto t = p.obs.finished_at.value_or(INT64_MAX);
         if (first == nullptr || t < first->obs.finished_at.value_or(INT64_MAX)) {
@@ -182,7 +205,7 @@ PodObservation rank_state(const JobView& view, const std::vector<PodInfo>& pods,
     }
     const PodInfo* newest = nullptr;
     for (const auto& p : pods) {
-        if (p.rank == rank && (newest == nullptr || p.created >= newest->created)) {
+        if (p.rank == rank && (newest == nullptr || later(*newest, p))) {
             newest = &p;
         }
     }
@@ -243,6 +266,69 @@ JobUpdate from_ranks(const JobView& view, const std::vector<PodInfo>& pods, int 
     u.state = JobState::running;
     u.reason = "completing";
     return u;
+}
+
+bool disrupted(const json& pod) {
+    if (fields::str_at(pod, "status", "reason") == "Evicted") { // the kubelet's node-pressure eviction
+        return true;
+    }
+    if (const json* conds = fields::at(pod, "status", "conditions"); conds != nullptr && conds->is_array()) {
+        for (const auto& c : *conds) {
+            if (fields::str_at(c, "type") == "DisruptionTarget" && fields::str_at(c, "status") == "True") {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+// The job's recoveries as its pods tell them: every pod of a rank that ended in failure and was followed
+// by another pod of that rank (the Job controller replaced it), oldest first. A disrupted pod (evicted,
+// preempted, node lost: DisruptionTarget) is `e`; an exit code of the Jobs' recover-on-exit-codes
+// annotation `c<code>`, any other `x<code>`. Pods replaced after an eviction are gone once they ended
+// (the eviction deleted them), so a refresh may see fewer than an earlier one: the store keeps the union
+// (merge_recoveries). nullopt when there are none.
+std::optional<std::string> recoveries_of(const JobView& view, const std::vector<PodInfo>& pods) {
+    std::vector<int> recover_codes;
+    for (const json* job : view.jobs) {
+        const auto text =
+            fields::str(fields::get(fields::at(*job, "metadata", "annotations"), k_recover_codes_annotation));
+        for (int c : parse_exit_codes(text)) {
+            recover_codes.push_back(c);
+        }
+    }
+    std::vector<const PodInfo*> recovered;
+    for (const auto& p : pods) {
+        if (p.obs.state != JobState::failed && !disrupted(*p.pod)) {
+            continue;
+        }
+        if (replaced(p, pods)) {
+            recovered.push_back(&p);
+        }
+    }
+    if (recovered.empty()) {
+        return std::nullopt;
+    }
+    std::stable_sort(recovered.begin(), recovered.end(),
+                     [](const PodInfo* a, const PodInfo* b) { return a->created < b->created; });
+    std::vector<RecoveryEvent> events;
+    for (const PodInfo* p : recovered) {
+        RecoveryEvent e;
+        if (disrupted(*p->pod)) {
+            e.kind = RecoveryEvent::Kind::disruption;
+        } else if (p->obs.exit_code && *p->obs.exit_code >= 0 && *p->obs.exit_code <= 255) {
+            const int code = *p->obs.exit_code;
+            const bool free = std::find(recover_codes.begin(), recover_codes.end(), code) != recover_codes.end();
+            e.kind = free ? RecoveryEvent::Kind::recover_code : RecoveryEvent::Kind::exit_code;
+            e.code = code;
+        } else {
+            continue; // ended without an exit code (deleted before it started): nothing to name
+        }
+        if (events.size() < k_max_recovery_events) {
+            events.push_back(e);
+        }
+    }
+    return events.empty() ? std::nullopt : std::optional<std::string>(format_recoveries(events));
 }
 
 bool all_ranks_complete(const JobView& view, int ranks) {
@@ -370,6 +456,7 @@ JobUpdate to_job_update(const JobView& view) {
     if (u.state == JobState::running || is_terminal(u.state)) {
         u.started_at = started;
     }
+    u.recoveries = recoveries_of(view, pods);
     if (is_terminal(u.state)) {
         u.ended_at = ended_at(view, pods);
         return u;

@@ -41,7 +41,8 @@ constexpr bool k_keep_zero = true;
 
 // meta/v1 (the same labels and annotation as the skimmer keeps)
 constexpr std::string_view k_kept_labels[] = {k_job_label, k_rank_label, k_user_label};
-constexpr std::string_view k_kept_annotations[] = {k_completion_index_annotation, k_identity_annotation};
+constexpr std::string_view k_kept_annotations[] = {k_completion_index_annotation, k_identity_annotation,
+                                                   k_recover_codes_annotation};
 constexpr Field k_object_meta_fields[] = {
     {1, "name", Type::string},
     {3, "namespace", Type::string},

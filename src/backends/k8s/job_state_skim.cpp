@@ -19,7 +19,8 @@ using json_skim::Shape;
 constexpr Member k_label_members[] = {{k_job_label, nullptr}, {k_rank_label, nullptr}, {k_user_label, nullptr}};
 constexpr Shape k_labels{k_label_members};
 constexpr Member k_annotation_members[] = {{k_completion_index_annotation, nullptr},
-                                           {k_identity_annotation, nullptr}};
+                                           {k_identity_annotation, nullptr},
+                                           {k_recover_codes_annotation, nullptr}};
 constexpr Shape k_annotations{k_annotation_members};
 constexpr Member k_metadata_members[] = {{"name", nullptr},
                                          {"namespace", nullptr},

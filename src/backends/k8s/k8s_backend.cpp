@@ -225,6 +225,28 @@ Result<JobPlan> K8sBackend::job_plan(const TaskSpec& spec, const Placement& plac
         return tl::unexpected(upload.error());
     }
     plan.upload = std::move(*upload);
+    if (resources.job_recovery && !resources.job_recovery->disabled) {
+        const auto& recovery = *resources.job_recovery;
+        if (plan.upload) {
+            return fail(ErrorKind::invalid_spec,
+                        fmt::format("{}: resources.job_recovery: a replacement pod would start without the "
+                                    "workdir and file_mounts (tandem sends them once, at launch, and no tandem "
+                                    "process is there when the pod is replaced)",
+                                    m_cluster),
+                        "use a git workdir (workdir: {url: ...}) or an image that holds the code, or a "
+                        "cluster where the workdir is on a shared filesystem (Slurm)");
+        }
+        plan.pod_failure_policy = f->pod_failure_policy();
+        if (!plan.pod_failure_policy && !recovery.recover_on_exit_codes.empty()) {
+            return fail(ErrorKind::invalid_spec,
+                        fmt::format("{}: resources.job_recovery.recover_on_exit_codes needs a Job "
+                                    "podFailurePolicy, which Kubernetes has from 1.26; this cluster runs {}.{}",
+                                    m_cluster, f->major, f->minor),
+                        "drop recover_on_exit_codes (max_restarts_on_errors retries every exit code here), or "
+                        "run on a cluster with Kubernetes 1.26 or later");
+        }
+        plan.recovery = recovery;
+    }
     return plan;
 }
 

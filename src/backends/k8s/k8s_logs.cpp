@@ -10,10 +10,12 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "backends/k8s/job_state.hpp"
+#include "backends/k8s/job_state_pods.hpp"
 #include "backends/k8s/json_fields.hpp"
 #include "backends/k8s/k8s_backend.hpp"
 #include "backends/k8s/labels.hpp"
@@ -105,72 +107,147 @@ private:
 
 } // namespace
 
-Result<std::map<int, json>> K8sBackend::rank_pods(const std::string& ns, const std::string& base) {
+Result<std::map<int, std::vector<json>>> K8sBackend::rank_attempts(const std::string& ns,
+                                                                  const std::string& base) {
     auto pods = m_api.call("GET", fmt::format("/api/v1/namespaces/{}/pods?labelSelector={}", ns,
                                               query_escape(job_selector(base))));
     if (!pods) {
         return tl::unexpected(pods.error());
     }
-    std::map<int, json> out;
+    std::map<int, std::vector<json>> out;
     for (const auto& pod : fields::items(pods->body)) {
-        const int rank = rank_of(pod);
-        const auto created = parse_rfc3339(fields::str_at(pod, "metadata", "creationTimestamp")).value_or(0);
-        auto it = out.find(rank);
-        if (it == out.end() ||
-            parse_rfc3339(fields::str_at(it->second, "metadata", "creationTimestamp")).value_or(0) <= created) {
-            out[rank] = pod; // a retried rank has several pods: the newest is the one that counts
-        }
+        out[rank_of(pod)].push_back(pod);
+    }
+    // Oldest first: by creation (whole seconds), and within one second a pod that failed before the one
+    // that replaced it, then by name.
+    auto key = [](const json& pod) {
+        return std::make_tuple(parse_rfc3339(fields::str_at(pod, "metadata", "creationTimestamp")).value_or(0),
+                               phase_of(pod) == "Failed" ? 0 : 1, fields::str_at(pod, "metadata", "name"));
+    };
+    for (auto& [rank, list] : out) {
+        std::stable_sort(list.begin(), list.end(), [&](const json& a, const json& b) { return key(a) < key(b); });
     }
     return out;
 }
 
+Result<std::map<int, json>> K8sBackend::rank_pods(const std::string& ns, const std::string& base) {
+    auto attempts = rank_attempts(ns, base);
+    if (!attempts) {
+        return tl::unexpected(attempts.error());
+    }
+    std::map<int, json> out;
+    for (auto& [rank, list] : *attempts) {
+        out[rank] = std::move(list.back()); // a retried rank has several pods: the newest is the one that counts
+    }
+    return out;
+}
+
+namespace {
+
+// Why a replaced pod ended, for the attempt marker: "exit code 3", "evicted (EvictionByEvictionAPI)".
+std::string ended_because(const json& pod) {
+    if (const json* conds = fields::at(pod, "status", "conditions"); conds != nullptr && conds->is_array()) {
+        for (const auto& c : *conds) {
+            if (fields::str_at(c, "type") == "DisruptionTarget" && fields::str_at(c, "status") == "True") {
+                const auto reason = fields::str_at(c, "reason");
+                return reason.empty() ? "evicted" : "evicted (" + detail::one_line(reason) + ")";
+            }
+        }
+    }
+    auto why = detail::describe_failure(pod).reason;
+    return why.empty() ? "its pod ended" : why;
+}
+
+// Whether the Job may still make a pod for this job (no Complete or Failed condition on any of its Jobs).
+bool jobs_going(const json& list) {
+    const auto& items = fields::items(list);
+    if (items.empty()) {
+        return false;
+    }
+    for (const auto& job : items) {
+        const json* conds = fields::at(job, "status", "conditions");
+        for (const auto& c : conds != nullptr && conds->is_array() ? *conds : json::array()) {
+            const auto type = fields::str_at(c, "type");
+            if ((type == "Complete" || type == "Failed") && fields::str_at(c, "status") == "True") {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+} // namespace
+
+// One rank's log: every pod the Job made for it, oldest first (a recovered job has several), each after
+// a "tandem: attempt N" line when there is more than one. With follow, a pod replaced while it is read
+// is followed by its replacement.
 Status K8sBackend::follow_pod(const std::string& ns, const std::string& base, int rank,
                               const LogOptions& options, const LogSink& sink, const std::string& prefix) {
     std::mutex own_mutex;
     static std::mutex shared_mutex; // one stdout for every rank of this invocation
     LinePrefixer out(sink, prefix.empty() ? own_mutex : shared_mutex, prefix);
-    std::string streamed_pod;
+    std::set<std::string> streamed;
+    std::string last_streamed;
+    auto jobs_path = fmt::format("/apis/batch/v1/namespaces/{}/jobs?labelSelector={}", ns,
+                                 query_escape(job_selector(base)));
     for (;;) {
-        auto pods = rank_pods(ns, base);
-        if (!pods) {
-            return tl::unexpected(pods.error());
+        auto all = rank_attempts(ns, base);
+        if (!all) {
+            return tl::unexpected(all.error());
         }
-        auto it = pods->find(rank);
-        if (it == pods->end()) {
+        auto it = all->find(rank);
+        const std::vector<json> none;
+        const auto& pods = it == all->end() ? none : it->second;
+        // The oldest pod not read yet; a replaced pod that never started has nothing to read.
+        const json* next = nullptr;
+        std::size_t index = 0;
+        for (std::size_t i = 0; i < pods.size(); ++i) {
+            const auto name = fields::str_at(pods[i], "metadata", "name");
+            if (streamed.count(name) != 0 || (i + 1 < pods.size() && !has_started(pods[i]))) {
+                continue;
+            }
+            next = &pods[i];
+            index = i;
+            break;
+        }
+        if (next == nullptr) {
             if (!options.follow) {
-                return {}; // no pod (yet, or any more): nothing to show
+                break; // every pod read (or none yet, or any more)
             }
-            if (!streamed_pod.empty()) {
-                break; // the pod was deleted (cancel, TTL) after its log was shown
-            }
-            auto jobs = m_api.call("GET", fmt::format("/apis/batch/v1/namespaces/{}/jobs?labelSelector={}",
-                                                      ns, query_escape(job_selector(base))));
-            if (!jobs) {
-                return tl::unexpected(jobs.error());
-            }
-            if (fields::items(jobs->body).empty()) {
-                break; // cancelled (or cleaned up) before this rank ever ran
+            const json* newest = pods.empty() ? nullptr : &pods.back();
+            const bool ended = newest != nullptr && (phase_of(*newest) == "Succeeded" || phase_of(*newest) == "Failed" ||
+                                                     fields::at(*newest, "metadata", "deletionTimestamp") != nullptr);
+            if (newest == nullptr || ended) {
+                // The rank's last pod ended (or there is none): done unless its Job makes another (a retry
+                // or a replacement after an eviction), or it has not made the first yet.
+                auto jobs = m_api.call("GET", jobs_path);
+                if (!jobs) {
+                    return tl::unexpected(jobs.error());
+                }
+                if (!jobs_going(jobs->body) || (newest == nullptr && !last_streamed.empty())) {
+                    break;
+                }
             }
             std::this_thread::sleep_for(k_poll);
             continue;
         }
-        const json& pod = it->second;
+        const json& pod = *next;
         const auto name = fields::str_at(pod, "metadata", "name");
-        if (name == streamed_pod) { // its log ended: done unless the Job made a new pod for this rank
-            const auto phase = phase_of(pod);
-            if (!options.follow || phase == "Succeeded" || phase == "Failed" ||
-                fields::at(pod, "metadata", "deletionTimestamp") != nullptr) {
+        if (!has_started(pod)) {
+            if (!options.follow) {
                 break;
             }
             std::this_thread::sleep_for(k_poll);
             continue;
         }
-        if (!has_started(pod)) {
-            if (!options.follow) {
-                return {};
+        if (pods.size() > 1 || !streamed.empty()) {
+            std::string line = fmt::format("tandem: attempt {}", index + 1);
+            if (index > 0) {
+                line += fmt::format(" (the previous pod: {})", ended_because(pods[index - 1]));
             }
-            std::this_thread::sleep_for(k_poll);
-            continue;
+            if (!out.feed(line + "\n")) {
+                break;
+            }
         }
         std::string path = fmt::format("/api/v1/namespaces/{}/pods/{}/log?container=main", ns, name);
         if (options.follow) {
@@ -180,21 +257,27 @@ Status K8sBackend::follow_pod(const std::string& ns, const std::string& base, in
             path += fmt::format("&tailLines={}", *options.tail_lines);
         }
         int status = 0;
-        auto streamed = m_api.stream(
+        auto read = m_api.stream(
             path, [&](std::string_view piece) { return out.feed(piece); }, {400, 404}, &status);
-        if (!streamed) {
-            return streamed;
+        if (!read) {
+            return read;
         }
+        out.finish();
         if (status == 400 || status == 404) { // not started after all, or gone: look again
             if (!options.follow) {
-                return {};
+                streamed.insert(name);
+                continue;
             }
             std::this_thread::sleep_for(k_poll);
             continue;
         }
-        streamed_pod = name;
-        if (!options.follow || out.stopped()) {
+        streamed.insert(name);
+        last_streamed = name;
+        if (out.stopped()) {
             break;
+        }
+        if (options.follow && phase_of(pod) != "Succeeded" && phase_of(pod) != "Failed") {
+            std::this_thread::sleep_for(k_poll); // its log ended as the pod did: let the listing catch up
         }
     }
     out.finish();

@@ -23,6 +23,9 @@ inline constexpr std::string_view k_user_label = "tandem.dev/user";
 inline constexpr std::string_view k_group_label = "tandem.dev/group";
 // The job's whole identity (core/identity.hpp), on its Jobs.
 inline constexpr std::string_view k_identity_annotation = "tandem.dev/identity";
+// The exit codes of resources.job_recovery.recover_on_exit_codes ("3,4"), on the Jobs of a job that has
+// them: status tells a failed pod restarted without counting from one counted against backoffLimit.
+inline constexpr std::string_view k_recover_codes_annotation = "tandem.dev/recover-on-exit-codes";
 // The node rank, on one-Job-per-rank submissions (servers without Indexed Jobs) and their pods.
 inline constexpr std::string_view k_rank_label = "tandem.dev/rank";
 // Indexed Jobs (1.21+) give each pod its index in this annotation (and env JOB_COMPLETION_INDEX).

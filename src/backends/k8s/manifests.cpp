@@ -15,6 +15,7 @@
 #include "backends/upload/mount_script.hpp"
 #include "core/git_checkout.hpp"
 #include "core/job_group.hpp"
+#include "core/job_recovery.hpp"
 
 namespace tandem::k8s {
 
@@ -440,10 +441,30 @@ json merged_pod_template(const TaskSpec& spec, const JobPlan& plan, std::optiona
     return tmpl;
 }
 
+// Rules in order, the first that matches decides: a pod the cluster disrupted (the DisruptionTarget
+// condition: evicted through the Eviction API, preempted, its node lost or drained) and an exit code of
+// recover_on_exit_codes are replaced without counting against backoffLimit. podFailurePolicy wants the
+// In values sorted, without duplicates or 0, at most 255 of them: recover_on_exit_codes is parsed so.
+json pod_failure_policy(const JobRecovery& recovery) {
+    json rules = json::array({{{"action", "Ignore"},
+                               {"onPodConditions", json::array({{{"type", "DisruptionTarget"}}})}}});
+    if (!recovery.recover_on_exit_codes.empty()) {
+        rules.push_back({{"action", "Ignore"},
+                         {"onExitCodes",
+                          {{"containerName", std::string(k_container)},
+                           {"operator", "In"},
+                           {"values", recovery.recover_on_exit_codes}}}});
+    }
+    return {{"rules", rules}};
+}
+
 json job_manifest(const TaskSpec& spec, const JobPlan& plan, std::optional<int> rank) {
     json tmpl = merged_pod_template(spec, plan, rank);
-    json job_spec = {{"backoffLimit", spec.kubernetes.backoff_limit.value_or(plan.backoff_limit)},
-                     {"template", tmpl}};
+    const int backoff = plan.recovery ? plan.recovery->max_restarts_on_errors : plan.backoff_limit;
+    json job_spec = {{"backoffLimit", spec.kubernetes.backoff_limit.value_or(backoff)}, {"template", tmpl}};
+    if (plan.recovery && plan.pod_failure_policy) {
+        job_spec["podFailurePolicy"] = pod_failure_policy(*plan.recovery);
+    }
     if (plan.indexed && plan.num_nodes > 1) {
         job_spec["completionMode"] = "Indexed";
         job_spec["completions"] = plan.num_nodes;
@@ -457,6 +478,10 @@ json job_manifest(const TaskSpec& spec, const JobPlan& plan, std::optional<int> 
                      {"labels", labels_of(spec, plan, rank)}};
     if (!plan.identity.empty()) {
         metadata["annotations"][std::string(k_identity_annotation)] = plan.identity;
+    }
+    if (plan.recovery && !plan.recovery->recover_on_exit_codes.empty()) {
+        metadata["annotations"][std::string(k_recover_codes_annotation)] =
+            format_exit_codes(plan.recovery->recover_on_exit_codes);
     }
     if (spec.kubernetes.queue) { // Kueue admits the Job into this LocalQueue
         metadata["labels"]["kueue.x-k8s.io/queue-name"] = *spec.kubernetes.queue;

@@ -29,6 +29,8 @@ struct ServerFeatures {
     int minor = 20;
     bool indexed_jobs() const { return major > 1 || minor >= 22; }       // on by default from 1.22
     bool ttl_after_finished() const { return major > 1 || minor >= 21; } // beta, on by default from 1.21
+    // podFailurePolicy and the DisruptionTarget pod condition: beta, on by default from 1.26.
+    bool pod_failure_policy() const { return major > 1 || minor >= 26; }
 };
 // "v1.20.2", "v1.27.3-gke.100" -> {1, 20}; nullopt when unreadable.
 std::optional<ServerFeatures> parse_server_version(const nlohmann::json& version);
@@ -80,7 +82,12 @@ struct JobPlan {
     std::string image;
     int num_nodes = 1;
     bool indexed = false; // one Indexed Job; false with num_nodes > 1: one Job per rank
-    int backoff_limit = 0;
+    int backoff_limit = 0; // without job_recovery: config.kubernetes.backoff_limit, else 0
+    // resources.job_recovery: backoffLimit = max_restarts_on_errors (unless config.kubernetes.backoff_limit
+    // says otherwise); with pod_failure_policy, a podFailurePolicy that ignores disruptions (eviction,
+    // preemption, node loss) and the recover_on_exit_codes, so neither counts against it.
+    std::optional<JobRecovery> recovery;
+    bool pod_failure_policy = false;
     std::optional<int> ttl_seconds_after_finished;
     std::optional<GpuRequest> gpu;
     std::optional<double> cpus;      // request

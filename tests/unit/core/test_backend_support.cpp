@@ -111,15 +111,18 @@ TEST_CASE("backend support: cloud hints follow SkyPilot's per-backend feature ta
               "not supported on slurm: Local disk is not supported on Slurm");
         CHECK(unsupported_fields(spec, spec.resources, BackendKind::kubernetes).empty());
     }
-    SECTION("managed-job and cost fields are accepted and noted everywhere; Slurm applies job_recovery") {
+    SECTION("managed-job and cost fields are accepted and noted everywhere; Slurm and Kubernetes apply "
+            "job_recovery") {
         spec.resources.hints["job_recovery"] = "FAILOVER";
         spec.resources.hints["max_hourly_cost"] = 3;
         spec.resources.hints["priority"] = 10;
         for (auto kind : k_all_kinds) {
             CHECK(unsupported_fields(spec, spec.resources, kind).empty());
-            CHECK(ignored_fields(spec, spec.resources, kind).size() == (kind == BackendKind::slurm ? 2u : 3u));
+            CHECK(ignored_fields(spec, spec.resources, kind).size() == (kind == BackendKind::local ? 3u : 2u));
         }
         CHECK(note_for(spec, BackendKind::slurm, "resources.job_recovery").empty());
+        CHECK(note_for(spec, BackendKind::kubernetes, "resources.job_recovery").empty());
+        CHECK_FALSE(note_for(spec, BackendKind::local, "resources.job_recovery").empty());
     }
     SECTION("priority_class is honoured on k8s, noted elsewhere") {
         spec.resources.hints["priority_class"] = "high";

@@ -472,3 +472,45 @@ TEST_CASE("k8s label values: 63 characters at most, alphanumeric at both ends") 
     CHECK(label_value("@@@") == "unknown");
     CHECK(label_value(std::string(100, 'a')).size() == 63);
 }
+
+TEST_CASE("k8s manifests: job_recovery is the Job's backoffLimit and, from 1.26, a podFailurePolicy") {
+    auto spec = spec_with("python train.py");
+    auto plan = plan_for(1, true);
+    JobRecovery recovery;
+    recovery.max_restarts_on_errors = 3;
+    recovery.recover_on_exit_codes = {7, 33};
+    plan.recovery = recovery;
+    auto job = render(spec, plan).jobs[0];
+    CHECK(job["spec"]["backoffLimit"] == 3);
+    CHECK_FALSE(job["spec"].contains("podFailurePolicy")); // the server has no podFailurePolicy
+    CHECK(job["metadata"]["annotations"][std::string(k_recover_codes_annotation)] == "7,33");
+
+    plan.pod_failure_policy = true;
+    job = render(spec, plan).jobs[0];
+    const auto& rules = job["spec"]["podFailurePolicy"]["rules"];
+    REQUIRE(rules.size() == 2);
+    // Disruptions first: an evicted pod whose container was killed with 143 is not judged by its code.
+    const auto disruption =
+        json::parse(R"({"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]})");
+    const auto codes = json::parse(
+        R"({"action": "Ignore", "onExitCodes": {"containerName": "main", "operator": "In", "values": [7, 33]}})");
+    CHECK(rules[0] == disruption);
+    CHECK(rules[1] == codes);
+    // config.kubernetes.backoff_limit still says how many retries the Job gets.
+    spec.kubernetes.backoff_limit = 1;
+    CHECK(render(spec, plan).jobs[0]["spec"]["backoffLimit"] == 1);
+
+    // Without exit codes: the disruption rule alone, and no annotation.
+    plan.recovery->recover_on_exit_codes.clear();
+    job = render(spec, plan).jobs[0];
+    CHECK(job["spec"]["podFailurePolicy"]["rules"].size() == 1);
+    CHECK_FALSE(job["metadata"].contains("annotations"));
+    // Multi-node, one Job per rank (no Indexed Jobs): each Job has the policy.
+    auto per_rank = plan_for(2, false);
+    per_rank.recovery = recovery;
+    per_rank.pod_failure_policy = true;
+    for (const auto& j : render(spec, per_rank).jobs) {
+        CHECK(j["spec"]["podFailurePolicy"]["rules"].size() == 2);
+        CHECK(j["spec"]["backoffLimit"] == 1);
+    }
+}
