@@ -58,6 +58,46 @@ bool has_started(const JobRecord& m) {
     return !m.remote_id.empty() && (m.state == JobState::running || m.state == JobState::starting);
 }
 
+// Delivers `book` to every member through its backend.
+Status deliver_book(Session& ctx, const GroupHeader& header, const GroupView& view, const std::string& book) {
+    for (const auto& member : view.members) {
+        const auto& m = member.record;
+        auto backend = group_addresses(ctx, m.cluster);
+        if (!backend) {
+            return tl::unexpected(backend.error());
+        }
+        if (auto ok = (*backend)->publish(m, header.channel(member_index(header, m.member)), book); !ok) {
+            Error e = ok.error();
+            e.message = fmt::format("job group {}: cannot deliver the addresses to member {}: {}",
+                                    view.group.record.id, m.member, e.message);
+            return tl::unexpected(e);
+        }
+    }
+    return {};
+}
+
+// Each member's recoveries when its addresses were last read: a member whose recoveries changed since may
+// run elsewhere now (a requeued Slurm job on other nodes, a replaced pod with a new IP).
+nlohmann::json recoveries_seen(const GroupView& view) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& m : view.members) {
+        out[m.record.member] = m.record.recoveries;
+    }
+    return out;
+}
+
+Status store_placement(Session& ctx, GroupView& view, const nlohmann::json& placement) {
+    auto store = ctx.store();
+    if (!store) {
+        return tl::unexpected(store.error());
+    }
+    if (auto ok = (*store)->set_placement_json(view.group.record.id, placement.dump()); !ok) {
+        return tl::unexpected(ok.error());
+    }
+    view.group.record.placement_json = placement.dump();
+    return {};
+}
+
 // Once every member has started: asks each member's backend for its ranks' addresses and delivers the
 // book to every member. Returns whether the book went out.
 Result<bool> publish_addresses(Session& ctx, const GroupHeader& header, GroupView& view) {
@@ -81,32 +121,86 @@ Result<bool> publish_addresses(Session& ctx, const GroupHeader& header, GroupVie
         }
         hosts[m.record.member] = std::move(**h);
     }
-    const std::string book = address_book(header, hosts);
-    for (std::size_t i = 0; i < view.members.size(); ++i) {
-        const auto& m = view.members[i].record;
-        auto backend = group_addresses(ctx, m.cluster);
-        if (!backend) {
-            return tl::unexpected(backend.error());
-        }
-        if (auto ok = (*backend)->publish(m, header.channel(member_index(header, m.member)), book); !ok) {
-            Error e = ok.error();
-            e.message = fmt::format("job group {}: cannot deliver the addresses to member {}: {}",
-                                    view.group.record.id, m.member, e.message);
-            return tl::unexpected(e);
-        }
-    }
-    auto store = ctx.store();
-    if (!store) {
-        return tl::unexpected(store.error());
-    }
-    nlohmann::json placement{{"addresses_published_at", ctx.now()}, {"hosts", hosts}};
-    if (auto ok = (*store)->set_placement_json(view.group.record.id, placement.dump()); !ok) {
+    if (auto ok = deliver_book(ctx, header, view, address_book(header, hosts)); !ok) {
         return tl::unexpected(ok.error());
     }
-    view.group.record.placement_json = placement.dump();
+    nlohmann::json placement{
+        {"addresses_published_at", ctx.now()}, {"hosts", hosts}, {"recoveries", recoveries_seen(view)}};
+    if (auto ok = store_placement(ctx, view, placement); !ok) {
+        return tl::unexpected(ok.error());
+    }
     ctx.progress(fmt::format("job group {} ({}): addresses published to its {} members", view.group.record.id,
                              view.group.record.name, view.members.size()));
     return true;
+}
+
+// After the book went out: a member that recovered since (issue 32) is asked for its addresses again once
+// it runs, and when they changed, the book goes out again to every member. The recovered member's nodes
+// or pods wait for a book that lists them (group_wait_function); the others may read the file again.
+Result<bool> republish_moved(Session& ctx, const GroupHeader& header, GroupView& view) {
+    auto placement = nlohmann::json::parse(view.group.record.placement_json, nullptr, false);
+    if (!placement.is_object()) {
+        return false;
+    }
+    auto hosts = published_hosts(view.group.record);
+    nlohmann::json seen = placement.value("recoveries", nlohmann::json::object());
+    if (!seen.is_object()) {
+        seen = nlohmann::json::object();
+    }
+    bool looked = false, moved = false;
+    std::vector<std::string> movers;
+    for (const auto& m : view.members) {
+        const auto& r = m.record;
+        const auto it = seen.find(r.member);
+        if ((it != seen.end() && it->is_string() && *it == r.recoveries) || (it == seen.end() && r.recoveries.empty())) {
+            continue;
+        }
+        if (!has_started(r) || m.unreachable) {
+            continue; // back in the queue, or not running again yet: asked at a later look
+        }
+        auto backend = group_addresses(ctx, r.cluster);
+        if (!backend) {
+            return tl::unexpected(backend.error());
+        }
+        auto h = (*backend)->hosts(r);
+        if (!h) {
+            return tl::unexpected(h.error());
+        }
+        if (!*h) {
+            continue;
+        }
+        looked = true;
+        seen[r.member] = r.recoveries;
+        if (**h != hosts[r.member]) {
+            hosts[r.member] = std::move(**h);
+            movers.push_back(r.member);
+            moved = true;
+        }
+    }
+    if (!looked) {
+        return false;
+    }
+    if (moved) {
+        if (auto ok = deliver_book(ctx, header, view, address_book(header, hosts)); !ok) {
+            return tl::unexpected(ok.error());
+        }
+        placement["hosts"] = hosts;
+        placement["addresses_republished_at"] = ctx.now();
+    }
+    placement["recoveries"] = seen;
+    if (auto ok = store_placement(ctx, view, placement); !ok) {
+        return tl::unexpected(ok.error());
+    }
+    if (moved) {
+        std::string who;
+        for (const auto& m : movers) {
+            who += (who.empty() ? "" : ", ") + m;
+        }
+        ctx.progress(fmt::format("job group {} ({}): {} recovered elsewhere: addresses published again to its "
+                                 "{} members",
+                                 view.group.record.id, view.group.record.name, who, view.members.size()));
+    }
+    return moved;
 }
 
 // Carries out what the group's state calls for and returns the group's state for the caller to store
@@ -144,6 +238,10 @@ std::optional<JobUpdate> advance(Session& ctx, GroupView& view, const StageSubmi
     }
     if (acts && header->kind == GroupKind::parallel && !addresses_published(g)) {
         if (auto done = publish_addresses(ctx, *header, view); !done) {
+            ctx.error(fmt::format("{}", done.error().message));
+        }
+    } else if (acts && header->kind == GroupKind::parallel) {
+        if (auto done = republish_moved(ctx, *header, view); !done) {
             ctx.error(fmt::format("{}", done.error().message));
         }
     }

@@ -122,9 +122,36 @@ std::string address_book(const GroupHeader& header,
 }
 
 std::string group_wait_function() {
-    return R"SH(tandem_group_wait() {
-  local book="$1" limit="${TANDEM_GROUP_WAIT:-600}" waited=0
-  while [ ! -s "$book" ]; do
+    // A member that recovered (issue 32) may run elsewhere than the book it finds says: a replaced pod has
+    // a new IP, a requeued Slurm job may have other nodes. So the book must list this node (its pod IP,
+    // else its Slurm node name) under this member before it is read; tandem publishes it again once the
+    // member runs. A node's own copy of the job's comment is removed to be fetched again.
+    return R"SH(tandem_group_lists_me() {
+  local self var listed
+  if [ -n "${TANDEM_POD_IP:-}" ]; then self=$TANDEM_POD_IP; else self=${SLURMD_NODENAME:-}; fi
+  [ -n "$self" ] && [ -n "${TANDEM_GROUP_MEMBER:-}" ] || return 0
+  var=TANDEM_GROUP_$(printf '%s' "$TANDEM_GROUP_MEMBER" | tr 'a-z' 'A-Z' | tr -c 'A-Z0-9' '_')_HOSTS
+  listed=$(set -a; . "$1" >/dev/null 2>&1; printf '%s' "${!var}")
+  case "
+$listed
+" in *"
+$self
+"*) return 0 ;; esac
+  return 1
+}
+tandem_group_wait() {
+  local book="$1" limit="${TANDEM_GROUP_WAIT:-600}" waited=0 stale=""
+  while :; do
+    if [ -s "$book" ]; then
+      tandem_group_lists_me "$book" && break
+      if [ -z "$stale" ]; then
+        echo "tandem: the addresses of job group '$TANDEM_GROUP' do not list this node yet (member $TANDEM_GROUP_MEMBER recovered elsewhere): waiting for them to be published again" >&2
+        stale=1
+      fi
+      if declare -F tandem_group_fetch >/dev/null; then
+        rm -f "$book"
+      fi
+    fi
     if declare -F tandem_group_fetch >/dev/null && tandem_group_fetch "$book"; then
       continue
     fi
@@ -132,7 +159,7 @@ std::string group_wait_function() {
       echo "tandem: the addresses of job group '$TANDEM_GROUP' did not arrive within ${limit}s: they are published while 'tandem launch' follows the group, or by 'tandem status $TANDEM_GROUP_ID' after --detach" >&2
       return 124
     fi
-    if [ "$waited" -eq 0 ]; then
+    if [ "$waited" -eq 0 ] && [ -z "$stale" ]; then
       echo "tandem: waiting for the addresses of job group '$TANDEM_GROUP'" >&2
     fi
     sleep 1

@@ -176,8 +176,9 @@ private:
         if (alt.disk_size_gb) {
             base.disk_size_gb = alt.disk_size_gb;
         }
-        if (alt.image_id) {
+        if (has(".image_id")) { // `image_id: null` in an alternative: no image there (llm/gpt-2)
             base.image_id = alt.image_id;
+            base.cloud_only.erase("image_id");
         }
         if (has(".ports")) {
             base.ports = alt.ports;
@@ -235,7 +236,8 @@ private:
                     r.cloud_only["image_id"] =
                         "per-region image ids are cloud-only; give one image (a container image on k8s)";
                 } else {
-                    r.image_id = m_w.scalar(value, field);
+                    // null (SkyPilot's schema allows it): the default image, or none, here.
+                    r.image_id = m_w.scalar(value, field, true);
                 }
             } else if (k == "ports") {
                 ports(value, field, r);

@@ -315,7 +315,11 @@ TEST_CASE("on a Slurm cluster reached only through slurmrestd the addresses arri
     INFO(r);
     CHECK(r.exit_code == 0);
     CHECK(contains(r.err, "addresses published to its 2 members"));
-    CHECK(contains(r.out, "[pod/0] pod sees [cpu1 cpu2]"));
+    // The batch member's two nodes, wherever the planner put them (cpu1 cpu2 when the cpu nodes are free).
+    const auto batch_hosts = member(lab.job(1), "batch")["hosts"];
+    REQUIRE(batch_hosts.size() == 2);
+    CHECK(contains(r.out, "[pod/0] pod sees [" + batch_hosts[0].get<std::string>() + " " +
+                              batch_hosts[1].get<std::string>() + "]"));
     CHECK(contains(r.out, "[batch/0] rank 0 sees pod at " + k8s_setting("K8S_POD_NETWORK").substr(0, 9)));
     CHECK(contains(r.out, "[batch/1] rank 1 sees pod at " + k8s_setting("K8S_POD_NETWORK").substr(0, 9)));
     CHECK(lab.job(1)["state"] == "SUCCEEDED");
@@ -358,4 +362,48 @@ TEST_CASE(
     CHECK(history["attempts"][0]["cluster"] == "lab");
     CHECK(member(group, "other")["reason"] == "stopped: the primary tasks ended");
     (void)lab.tandem({"cancel", std::to_string(blocker_id)});
+}
+
+TEST_CASE("a member that recovers on a new pod gets the group's addresses again, naming its new address") {
+    GroupLab lab;
+    const auto marker = lab.home.path("worker-failed-once");
+    const auto file = lab.home.write(
+        "rec.yaml", "name: rec\nexecution: parallel\nprimary_tasks: [worker]\ntermination_delay: 1s\n---\n"
+                    "name: server\nresources: {infra: slurm}\nrun: sleep 300\n---\n"
+                    "name: worker\nresources:\n  infra: k8s\n  job_recovery: {max_restarts_on_errors: 1}\n"
+                    "run: |\n"
+                    "  if [ ! -f " + marker + " ]; then touch " + marker +
+                    "; echo first-pod=$TANDEM_POD_IP; exit 3; fi\n"
+                    "  echo worker-hosts=$TANDEM_GROUP_WORKER_HOSTS me=$TANDEM_POD_IP\n"
+                    "  echo server-hosts=$TANDEM_GROUP_SERVER_HOSTS\n");
+    auto launched = lab.tandem({"launch", "-d", file});
+    INFO(launched);
+    REQUIRE(launched.exit_code == 0);
+    const int id = std::stoi(launched.out);
+    // Only `status` runs from here: it publishes the addresses, and again once the worker recovered.
+    auto group = lab.wait_terminal(id, 180s);
+    INFO(group.dump());
+    CHECK(group["state"] == "SUCCEEDED");
+    const auto& worker = member(group, "worker");
+    CHECK(worker["state"] == "SUCCEEDED");
+    CHECK(worker["recoveries"] == 1);
+    auto logs = lab.tandem({"logs", std::to_string(worker["id"].get<int>())});
+    INFO(logs);
+    CHECK(contains(logs.err + logs.out, "do not list this node yet (member worker recovered elsewhere)"));
+    std::string hosts, me, first;
+    for (const auto& line : split_lines(logs.out)) {
+        if (line.rfind("worker-hosts=", 0) == 0) {
+            const auto sp = line.find(" me=");
+            REQUIRE(sp != std::string::npos);
+            hosts = line.substr(13, sp - 13);
+            me = line.substr(sp + 4);
+        } else if (line.rfind("first-pod=", 0) == 0) {
+            first = line.substr(10);
+        }
+    }
+    CHECK_FALSE(me.empty());
+    CHECK(hosts == me);     // the book the replacement read names it
+    CHECK(first != me);     // at a new address
+    CHECK_FALSE(contains(logs.out, "server-hosts=\n")); // the other member's addresses are there too
+    CHECK(contains(logs.out, "server-hosts="));
 }

@@ -70,8 +70,13 @@ TEST_CASE("recovery: a Kubernetes job using up its restarts fails with its last 
                                        "run: echo try; exit 4\n");
     auto r = lab.tandem({"launch", "--wait", file}, 180s);
     INFO(r);
-    CHECK(r.exit_code == 4);
     auto j = lab.job(1);
+    std::string pods;
+    for (const auto& pod : objects_of("pods", lab.base_of(1))) {
+        pods += pod["metadata"].dump() + "\n" + pod["status"].dump() + "\n";
+    }
+    INFO(pods);
+    CHECK(r.exit_code == 4);
     CHECK(j["state"] == "FAILED");
     CHECK(j["exit_code"] == 4);
     CHECK(j["recoveries"] == 1);

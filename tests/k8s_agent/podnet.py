@@ -70,15 +70,24 @@ class Leases:
             f.write("".join(f"{uid} {ip}\n" for uid, ip in sorted(leases.items())))
             return result
 
+    LAST = "-last-reserved"  # not a uid: where the next search starts
+
     def take(self, uid):
+        """As the host-local IPAM plugin most clusters use: the next free address after the last one
+        handed out, wrapping around, so a pod that replaces another gets a new address."""
+
         def change(leases):
             if uid in leases:
                 return leases[uid]
-            used = set(leases.values()) | {str(BRIDGE_IP)}
-            for host in NETWORK.hosts():
-                if str(host) not in used:
-                    leases[uid] = str(host)
-                    return str(host)
+            used = {ip for key, ip in leases.items() if key != self.LAST} | {str(BRIDGE_IP)}
+            hosts = [str(h) for h in NETWORK.hosts()]
+            last = leases.get(self.LAST)
+            start = hosts.index(last) + 1 if last in hosts else 0
+            for host in hosts[start:] + hosts[:start]:
+                if host not in used:
+                    leases[uid] = host
+                    leases[self.LAST] = host
+                    return host
             raise NetworkError(f"no free address in {NETWORK}")
 
         return self._locked(change)

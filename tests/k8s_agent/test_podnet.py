@@ -1,6 +1,7 @@
 """Pod networking of the node agent, for real (root, iproute2): two pods get
 addresses of their own, both listen on the same port, the host reaches each,
 and teardown leaves nothing behind."""
+import ipaddress
 import os
 import subprocess
 import sys
@@ -74,7 +75,10 @@ class PodNetworkTest(unittest.TestCase):
         ns, ip = podnet.set_up(self.uids[0], self.leases)
         podnet.tear_down(self.uids[0], self.leases)
         self.assertNotIn(ns, subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout)
-        self.assertEqual(podnet.set_up(self.uids[1], self.leases)[1], ip)  # the address is free again
+        with open(self.leases.path) as f:
+            self.assertNotIn(f"{self.uids[0]} ", f.read())  # the address is free again
+        # As host-local IPAM: the next pod gets the next address, not the one just freed.
+        self.assertEqual(podnet.set_up(self.uids[1], self.leases)[1], str(ipaddress.ip_address(ip) + 1))
 
 
 class ProbeTest(unittest.TestCase):

@@ -81,7 +81,7 @@ struct PodInfo {
 
 // Of two pods of one rank, whether `b` came after `a`: by creation (whole seconds), then a pod still
 // going or succeeded after one that failed in the same second (a pod that fails at once is replaced
-// within the second), then by when each ended.
+// within the second), then by when each ended, then by name: a strict order.
 bool later(const PodInfo& a, const PodInfo& b) {
     if (a.created != b.created) {
         return b.created > a.created;
@@ -91,13 +91,31 @@ bool later(const PodInfo& a, const PodInfo& b) {
     if (failed_a != failed_b) {
         return failed_a;
     }
-    return end_b >= end_a;
+    if (end_a != end_b) {
+        return end_b > end_a;
+    }
+    // Still alike (two pods made, run and ended within one second): the name decides, so that of any two
+    // pods exactly one is the later.
+    return fields::str_at(*b.pod, "metadata", "name") > fields::str_at(*a.pod, "metadata", "name");
 }
 
-// Whether another pod of p's rank came after it (the Job controller replaced it).
-bool replaced(const PodInfo& p, const std::vector<PodInfo>& pods) {
-    return std::any_of(pods.begin(), pods.end(),
-                       [&](const PodInfo& q) { return &q != &p && q.rank == p.rank && later(p, q); });
+// A pod deleted (or failed) before any container of it ran: the Job controller removing a surplus pod as
+// it gives up (1.20's controller may have made one more before counting the last failure).
+bool stillborn(const PodInfo& p) {
+    const bool ending = p.obs.state == JobState::failed ||
+                        fields::at(*p.pod, "metadata", "deletionTimestamp") != nullptr;
+    return ending && !p.obs.started_at && !p.obs.exit_code;
+}
+
+// Whether another pod of p's rank came after it (the Job controller replaced it) and got to run or may
+// still run. Once the Job has failed (`job_failed`), a pod being deleted is one the controller stops as
+// it gives up, not a replacement (1.20's controller may make one more before it counts the last failure).
+bool replaced(const PodInfo& p, const std::vector<PodInfo>& pods, bool job_failed) {
+    return std::any_of(pods.begin(), pods.end(), [&](const PodInfo& q) {
+        const bool stopped_at_end =
+            job_failed && fields::at(*q.pod, "metadata", "deletionTimestamp") != nullptr;
+        return &q != &p && q.rank == p.rank && later(p, q) && !stillborn(q) && !stopped_at_end;
+    });
 }
 
 bool pod_of_job(const PodInfo& p, const json& job) {
@@ -139,7 +157,7 @@ Failure failure_of(const json& job, const json& failed_cond, const std::vector<P
     }
     const PodInfo* first = nullptr;
     for (const auto& p : pods) {
-        if (p.obs.state != JobState::failed || !pod_of_job(p, job) || replaced(p, pods)) {
+        if (p.obs.state != JobState::failed || !pod_of_job(p, job) || replaced(p, pods, true)) {
             continue; // a replaced pod's failure was recovered from: the last attempts decide
         }
         const auto t = p.obs.finished_at.value_or(INT64_MAX);
@@ -288,7 +306,7 @@ bool disrupted(const json& pod) {
 // annotation `c<code>`, any other `x<code>`. Pods replaced after an eviction are gone once they ended
 // (the eviction deleted them), so a refresh may see fewer than an earlier one: the store keeps the union
 // (merge_recoveries). nullopt when there are none.
-std::optional<std::string> recoveries_of(const JobView& view, const std::vector<PodInfo>& pods) {
+std::optional<std::string> recoveries_of(const JobView& view, const std::vector<PodInfo>& pods, bool job_failed) {
     std::vector<int> recover_codes;
     for (const json* job : view.jobs) {
         const auto text =
@@ -302,7 +320,7 @@ std::optional<std::string> recoveries_of(const JobView& view, const std::vector<
         if (p.obs.state != JobState::failed && !disrupted(*p.pod)) {
             continue;
         }
-        if (replaced(p, pods)) {
+        if (replaced(p, pods, job_failed)) {
             recovered.push_back(&p);
         }
     }
@@ -456,7 +474,7 @@ JobUpdate to_job_update(const JobView& view) {
     if (u.state == JobState::running || is_terminal(u.state)) {
         u.started_at = started;
     }
-    u.recoveries = recoveries_of(view, pods);
+    u.recoveries = recoveries_of(view, pods, failure.has_value());
     if (is_terminal(u.state)) {
         u.ended_at = ended_at(view, pods);
         return u;

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/k8s/json_fields.hpp"
 #include "backends/k8s/k8s_backend.hpp"
 #include "backends/k8s/labels.hpp"
 #include "core/job_group.hpp"
@@ -38,8 +39,10 @@ Result<std::optional<std::vector<std::string>>> K8sBackend::hosts(const JobRecor
     return std::optional<std::vector<std::string>>(std::move(out));
 }
 
-// Created once, complete: a namespace user's Role grants create, not update or patch. A second publish
-// finds it there (409) and leaves it. Owned by the member's first Job, so it goes when the Job goes.
+// Created complete, owned by the member's first Job, so it goes when the Job goes. A second publish finds it
+// there (409): the same book is left as it is (a Role that grants create only is enough for a group
+// whose members never move); a new one (a member recovered elsewhere) replaces its data with a merge
+// patch, which the kubelet projects into the pods' files.
 Status K8sBackend::publish(const JobRecord& job, const std::string& channel, const std::string& book) {
     const auto [ns, base] = split_remote_id(job.remote_id, m_settings.namespace_name);
     json object = group_book_configmap(base, channel, book);
@@ -58,6 +61,22 @@ Status K8sBackend::publish(const JobRecord& job, const std::string& channel, con
     auto answer = m_api.call("POST", core_path(ns, "configmaps"), object, {409});
     if (!answer) {
         return tl::unexpected(answer.error());
+    }
+    if (answer->status != 409) {
+        return {};
+    }
+    const std::string path = core_path(ns, "configmaps") + "/" + object["metadata"].value("name", "");
+    auto current = m_api.call("GET", path);
+    if (!current) {
+        return tl::unexpected(current.error());
+    }
+    if (fields::str_at(current->body, "data", k_group_book_key) == book) {
+        return {};
+    }
+    auto patched = m_api.call("PATCH", path, json{{"data", {{std::string(k_group_book_key), book}}}},
+                              {}, true, "application/merge-patch+json");
+    if (!patched) {
+        return tl::unexpected(patched.error());
     }
     return {};
 }

@@ -222,6 +222,8 @@ json environment(const TaskSpec& spec, const JobPlan& plan, std::optional<int> r
     if (!spec.group_channel.empty()) {
         env.push_back(
             env_value("TANDEM_GROUP_BOOK", group_mount_path(spec) + "/" + std::string(k_group_book_key)));
+        // What the group's book lists for this pod: a replacement pod waits for a book naming it.
+        env.push_back(env_field("TANDEM_POD_IP", "status.podIP"));
     }
     if (spec.git_workdir) {
         for (const auto& [name, value] : git_checkout_environment(*spec.git_workdir)) {

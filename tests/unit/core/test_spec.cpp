@@ -155,6 +155,16 @@ TEST_CASE("infra pins, ports, labels, use_spot and image_id parse") {
     CHECK(contains(errs, "'70000' is not a port"));
 }
 
+TEST_CASE("image_id: null means no image, also in an alternative over a base image (llm/gpt-2)") {
+    auto s = load_ok("resources:\n  image_id: docker:nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04\n  any_of:\n"
+                     "    - {infra: slurm, image_id: null}\n    - {infra: k8s}\nrun: x\n");
+    REQUIRE(s.alternatives.size() == 2);
+    CHECK_FALSE(s.alternatives[0].image_id);
+    CHECK(s.alternatives[1].image_id == "docker:nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04");
+    auto top = load_ok("resources:\n  image_id: null\nrun: x\n");
+    CHECK_FALSE(top.resources.image_id);
+}
+
 TEST_CASE("any_of and ordered merge over the base resources") {
     auto s =
         load_ok("resources:\n  cpus: 8\n  any_of:\n    - accelerators: H100:8\n    - accelerators: A100:8\n"

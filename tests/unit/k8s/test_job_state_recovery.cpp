@@ -112,3 +112,52 @@ TEST_CASE("recovery: a single failed pod while the Job decides is no recovery ye
     CHECK(u.state == JobState::pending);
     CHECK_FALSE(u.recoveries);
 }
+
+TEST_CASE("recovery: a surplus pod the controller deletes as it gives up replaces nothing") {
+    // Kubernetes 1.20's Job controller may make one more pod before it counts the last failure, then
+    // deletes it unstarted: the last failure stays the job's reason, and no recovery more.
+    ViewBuilder b;
+    auto surplus = fixture_pod("tandem-5-big-r7t2k");
+    surplus["metadata"]["name"] = "train-c";
+    surplus["metadata"]["labels"] = fixture_pod("tandem-2-train-m4k9z")["metadata"]["labels"];
+    surplus["metadata"]["creationTimestamp"] = "2026-12-02T11:02:00Z";
+    surplus["metadata"]["deletionTimestamp"] = "2026-12-02T11:02:01Z";
+    b.job(train_job("Failed"))
+        .pod(failed_pod("train-a", "2026-12-02T11:00:00Z", 4))
+        .pod(failed_pod("train-b", "2026-12-02T11:01:00Z", 4))
+        .pod(surplus);
+    const auto u = b.update();
+    CHECK(u.state == JobState::failed);
+    CHECK(u.reason == "exit code 4");
+    CHECK(u.exit_code == 4);
+    CHECK(u.recoveries == "x4");
+}
+
+TEST_CASE("recovery: a pod the controller stops as the Job fails replaces nothing, even once it ran") {
+    ViewBuilder b;
+    auto stopped = failed_pod("train-c", "2026-12-02T11:02:00Z", 143); // TERM: the controller deleted it
+    stopped["metadata"]["deletionTimestamp"] = "2026-12-02T11:02:05Z";
+    stopped["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = "2026-12-02T11:02:06Z";
+    b.job(train_job("Failed"))
+        .pod(failed_pod("train-a", "2026-12-02T11:00:00Z", 4))
+        .pod(failed_pod("train-b", "2026-12-02T11:01:00Z", 4))
+        .pod(stopped);
+    const auto u = b.update();
+    CHECK(u.reason == "exit code 4");
+    CHECK(u.exit_code == 4);
+    CHECK(u.recoveries == "x4");
+}
+
+TEST_CASE("recovery: two pods that failed within one second are one recovery, not two") {
+    // 1.20's Job controller made both within the second, and both ended in it.
+    ViewBuilder b;
+    auto a = failed_pod("train-jflr7", "2026-12-02T11:00:00Z", 4);
+    auto c = failed_pod("train-8c4wc", "2026-12-02T11:00:00Z", 4);
+    for (auto* p : {&a, &c}) {
+        (*p)["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = "2026-12-02T11:00:00Z";
+    }
+    b.job(train_job("Failed")).pod(a).pod(c);
+    const auto u = b.update();
+    CHECK(u.reason == "exit code 4");
+    CHECK(u.recoveries == "x4");
+}
