@@ -121,6 +121,9 @@ bool file_exists(const std::string& path);
 std::string real_path(const std::string& path);
 std::vector<std::string> list_files(const std::string& dir); // regular files, recursively
 bool contains(const std::string& haystack, const std::string& needle);
+// Empty when every needle occurs in `haystack`, each after the one before it; else which needle is
+// missing or out of order, for the test's message.
+std::string out_of_order(const std::string& haystack, const std::vector<std::string>& needles);
 std::vector<std::string> split_lines(const std::string& text);
 
 // Whether process `pid` is gone or a zombie.

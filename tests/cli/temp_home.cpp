@@ -167,6 +167,18 @@ std::vector<std::string> list_files(const std::string& dir) {
     return out;
 }
 
+std::string out_of_order(const std::string& haystack, const std::vector<std::string>& needles) {
+    std::size_t from = 0;
+    for (const auto& n : needles) {
+        const auto at = haystack.find(n, from);
+        if (at == std::string::npos) {
+            return (haystack.find(n) == std::string::npos ? "missing: " : "out of order: ") + n;
+        }
+        from = at + n.size();
+    }
+    return {};
+}
+
 bool contains(const std::string& haystack, const std::string& needle) {
     return haystack.find(needle) != std::string::npos;
 }

@@ -54,13 +54,8 @@ TEST_CASE("recovery: a pod failing once with max_restarts_on_errors 2 is retried
     // Every attempt's output, the second after its marker.
     auto logs = lab.tandem({"logs", std::to_string(id)});
     INFO(logs);
-    const auto first = logs.out.find("failing-once");
-    const auto marker_line = logs.out.find("tandem: attempt 2 (the previous pod: exit code 3)");
-    const auto second = logs.out.find("second-time-lucky");
-    CHECK(first != std::string::npos);
-    CHECK(marker_line != std::string::npos);
-    CHECK(second != std::string::npos);
-    CHECK((first < marker_line && marker_line < second));
+    CHECK(out_of_order(logs.out, {"tandem: attempt 1", "failing-once",
+                                  "tandem: attempt 2 (the previous pod: exit code 3)", "second-time-lucky"}) == "");
 }
 
 TEST_CASE("recovery: a Kubernetes job using up its restarts fails with its last exit code") {

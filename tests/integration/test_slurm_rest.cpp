@@ -262,13 +262,8 @@ TEST_CASE("recovery: a job failing once with max_restarts_on_errors 2 succeeds a
     // Every attempt's output, each after its marker.
     auto logs = lab.tandem({"logs", std::to_string(id)});
     INFO(logs);
-    const auto first = logs.out.find("failing-once");
-    const auto marker_line = logs.out.find("tandem: attempt 2: exit code 3, restart 1 of 2");
-    const auto second = logs.out.find("second-time-lucky");
-    CHECK(first != std::string::npos);
-    CHECK(marker_line != std::string::npos);
-    CHECK(second != std::string::npos);
-    CHECK((first < marker_line && marker_line < second));
+    CHECK(out_of_order(logs.out, {"failing-once", "tandem: attempt 2: exit code 3, restart 1 of 2",
+                                  "second-time-lucky"}) == "");
 }
 
 TEST_CASE("recovery: a job using up its restarts fails with its last exit code; recover_on_exit_codes are not counted",
