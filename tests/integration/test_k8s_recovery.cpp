@@ -63,20 +63,33 @@ TEST_CASE("recovery: a Kubernetes job using up its restarts fails with its last 
     auto file = lab.task("always", "name: " + unique_name("k8s-always") +
                                        "\nresources:\n  infra: k8s\n  job_recovery: {max_restarts_on_errors: 1}\n"
                                        "run: echo try; exit 4\n");
-    auto r = lab.tandem({"launch", "--wait", file}, 180s);
-    INFO(r);
-    auto j = lab.job(1);
+    const int id = lab.launch_detached(file);
+    auto j = lab.wait_terminal(id, 120s);
     std::string pods;
-    for (const auto& pod : objects_of("pods", lab.base_of(1))) {
+    for (const auto& pod : objects_of("pods", lab.base_of(id))) {
         pods += pod["metadata"].dump() + "\n" + pod["status"].dump() + "\n";
     }
+    INFO(j.dump());
     INFO(pods);
-    CHECK(r.exit_code == 4);
     CHECK(j["state"] == "FAILED");
     CHECK(j["exit_code"] == 4);
     CHECK(j["recoveries"] == 1);
-    CHECK(contains(j["reason"].get<std::string>(), "exit code 4"));
-    CHECK(contains(r.err, "exit code 4, after 1 recovery (exit code 4)"));
+    CHECK(j["reason"] == "exit code 4");
+    CHECK(lab.tandem({"status", std::to_string(id), "--exit-code"}).exit_code == 4);
+    CHECK(contains(lab.tandem({"status", std::to_string(id)}).out, "exit code 4, after 1 recovery (exit code 4)"));
+}
+
+TEST_CASE("recovery: launch --wait returns the last attempt's exit code") {
+    K8sHome lab;
+    const auto marker = lab.home.path("wait.marker");
+    auto file = lab.task("wait", "name: " + unique_name("k8s-wait") +
+                                     "\nresources:\n  infra: k8s\n  job_recovery: {max_restarts_on_errors: 1}\n"
+                                     "run: |\n  if [ ! -f " + marker + " ]; then touch " + marker +
+                                     "; exit 3; fi\n  exit 5\n");
+    auto r = lab.tandem({"launch", "--wait", file}, 180s);
+    INFO(r);
+    CHECK(r.exit_code == 5); // the second attempt's code, not the first's
+    CHECK(contains(r.err, "exit code 5, after 1 recovery (exit code 3)"));
 }
 
 TEST_CASE("recovery: recover_on_exit_codes are replaced without counting (podFailurePolicy), refused before 1.26") {

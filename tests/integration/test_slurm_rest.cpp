@@ -271,14 +271,14 @@ TEST_CASE("recovery: a job using up its restarts fails with its last exit code; 
     SlurmHome lab;
     auto failing = lab.task("always", "name: always-fails\nresources:\n  job_recovery: {max_restarts_on_errors: 1}\n"
                                       "run: echo try; exit 4\n");
-    auto r = lab.tandem({"launch", "--wait", failing});
-    INFO(r);
-    CHECK(r.exit_code == 4);
-    auto j = lab.job(1);
+    // launch -d, then only status: no tandem process runs while the job recovers.
+    auto j = lab.wait_terminal(launched_id(lab.tandem({"launch", "-d", failing})));
+    INFO(j.dump());
     CHECK(j["state"] == "FAILED");
     CHECK(j["exit_code"] == 4);
     CHECK(j["recoveries"] == 1);
-    CHECK(contains(r.err, "exit code 4, after 1 recovery (exit code 4)"));
+    CHECK(lab.tandem({"status", "1", "--exit-code"}).exit_code == 4);
+    CHECK(contains(lab.tandem({"status", "1"}).out, "exit code 4, after 1 recovery (exit code 4)"));
 
     // Exit 7 is in recover_on_exit_codes: recovered with no restart allowed, and not counted.
     const std::string marker = "$HOME/.tandem-test-code7-" + std::to_string(::getpid()) + "-" +
@@ -287,10 +287,8 @@ TEST_CASE("recovery: a job using up its restarts fails with its last exit code; 
                                    "    recover_on_exit_codes: [7]\n"
                                    "run: |\n  if [ ! -f " + marker + " ]; then touch " + marker +
                                    "; exit 7; fi\n  rm -f " + marker + "\n  echo recovered\n");
-    auto r7 = lab.tandem({"launch", "--wait", coded});
-    INFO(r7);
-    CHECK(r7.exit_code == 0);
-    auto j7 = lab.job(2);
+    auto j7 = lab.wait_terminal(launched_id(lab.tandem({"launch", "-d", coded})));
+    INFO(j7.dump());
     CHECK(j7["state"] == "SUCCEEDED");
     CHECK(j7["recoveries"] == 1);
     CHECK(j7["recovered_attempts"][0]["reason"] == "exit code 7 (recover_on_exit_codes)");

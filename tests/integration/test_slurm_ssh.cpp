@@ -188,10 +188,8 @@ TEST_CASE("ssh: recovery: a job failing once with max_restarts_on_errors 1 succe
     auto file = lab.task("flaky", "name: ssh-flaky\nresources:\n  job_recovery: {max_restarts_on_errors: 1}\n"
                                   "run: |\n  if [ ! -f " + marker + " ]; then touch " + marker +
                                   "; echo failing-once; exit 3; fi\n  rm -f " + marker + "\n  echo second-time-lucky\n");
-    auto r = lab.tandem({"launch", "--wait", file});
-    INFO(r);
-    CHECK(r.exit_code == 0);
-    auto j = lab.job(1);
+    auto j = lab.wait_terminal(launched_id(lab.tandem({"launch", "-d", file})));
+    INFO(j.dump());
     CHECK(j["state"] == "SUCCEEDED");
     CHECK(j["recoveries"] == 1);
     CHECK(j["recovered_attempts"][0]["reason"] == "exit code 3");
