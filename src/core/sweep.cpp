@@ -1,0 +1,241 @@
+#include "core/sweep.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/spec_parse_detail.hpp"
+
+namespace tandem {
+
+namespace {
+
+tl::unexpected<std::string> refuse(std::string message) {
+    return tl::unexpected(std::move(message));
+}
+
+// Why `key` cannot name a sweep value, or empty.
+std::string key_problem(const std::string& key) {
+    if (!detail::valid_env_name(key)) {
+        return fmt::format("'{}' is not a variable name (letters, digits and _, not starting with a digit)", key);
+    }
+    for (std::string_view own : {"TANDEM_", "SKYPILOT_"}) {
+        if (key.rfind(own, 0) == 0) {
+            return fmt::format("'{}': names starting with {} are tandem's own", key, own);
+        }
+    }
+    return {};
+}
+
+std::string value_problem(const std::string& key, const std::string& value) {
+    if (value.size() > k_max_sweep_value_bytes) {
+        return fmt::format("{}: a value of {} bytes (at most {})", key, value.size(), k_max_sweep_value_bytes);
+    }
+    if (value.find('\0') != std::string::npos) {
+        return fmt::format("{}: a value holds a NUL byte", key);
+    }
+    return {};
+}
+
+std::string too_many(std::size_t n) {
+    return fmt::format("{} elements (at most {})", n, k_max_sweep_elements);
+}
+
+} // namespace
+
+tl::expected<Sweep, std::string> sweep_grid(const std::vector<SweepAxis>& axes) {
+    Sweep out;
+    if (axes.empty()) {
+        return refuse("no values to sweep over");
+    }
+    std::size_t total = 1;
+    std::set<std::string> seen;
+    for (const auto& [key, values] : axes) {
+        if (auto why = key_problem(key); !why.empty()) {
+            return refuse(why);
+        }
+        if (!seen.insert(key).second) {
+            return refuse(fmt::format("{} is given twice", key));
+        }
+        if (values.empty()) {
+            return refuse(fmt::format("{} has no values", key));
+        }
+        for (const auto& v : values) {
+            if (auto why = value_problem(key, v); !why.empty()) {
+                return refuse(why);
+            }
+        }
+        if (values.size() > k_max_sweep_elements / total) { // total * size would pass the bound
+            std::string sizes;
+            for (const auto& axis : axes) {
+                sizes += (sizes.empty() ? "" : " x ") + std::to_string(axis.second.size());
+            }
+            return refuse(fmt::format("the grid {} has more than {} elements", sizes, k_max_sweep_elements));
+        }
+        total *= values.size();
+        out.keys.push_back(key);
+    }
+    out.elements.reserve(total);
+    std::vector<std::size_t> at(axes.size(), 0);
+    for (std::size_t n = 0; n < total; ++n) {
+        std::vector<std::string> row;
+        row.reserve(axes.size());
+        for (std::size_t k = 0; k < axes.size(); ++k) {
+            row.push_back(axes[k].second[at[k]]);
+        }
+        out.elements.push_back(std::move(row));
+        for (std::size_t k = axes.size(); k-- > 0;) { // the last key varies fastest
+            if (++at[k] < axes[k].second.size()) {
+                break;
+            }
+            at[k] = 0;
+        }
+    }
+    return out;
+}
+
+tl::expected<Sweep, std::string>
+sweep_elements(const std::vector<std::vector<std::pair<std::string, std::string>>>& elements) {
+    Sweep out;
+    if (elements.empty()) {
+        return refuse("no elements");
+    }
+    if (elements.size() > k_max_sweep_elements) {
+        return refuse(too_many(elements.size()));
+    }
+    for (const auto& [key, value] : elements.front()) {
+        if (auto why = key_problem(key); !why.empty()) {
+            return refuse(fmt::format("element 0: {}", why));
+        }
+        if (std::find(out.keys.begin(), out.keys.end(), key) != out.keys.end()) {
+            return refuse(fmt::format("element 0: {} is given twice", key));
+        }
+        out.keys.push_back(key);
+    }
+    if (out.keys.empty()) {
+        return refuse("element 0 sets no values");
+    }
+    for (std::size_t i = 0; i < elements.size(); ++i) {
+        std::vector<std::string> row(out.keys.size());
+        std::vector<bool> set(out.keys.size(), false);
+        for (const auto& [key, value] : elements[i]) {
+            const auto it = std::find(out.keys.begin(), out.keys.end(), key);
+            if (it == out.keys.end()) {
+                return refuse(fmt::format("element {}: {} is not set by element 0 (every element sets the same "
+                                          "keys)",
+                                          i, key));
+            }
+            const auto k = static_cast<std::size_t>(it - out.keys.begin());
+            if (set[k]) {
+                return refuse(fmt::format("element {}: {} is given twice", i, key));
+            }
+            if (auto why = value_problem(key, value); !why.empty()) {
+                return refuse(fmt::format("element {}: {}", i, why));
+            }
+            set[k] = true;
+            row[k] = value;
+        }
+        for (std::size_t k = 0; k < set.size(); ++k) {
+            if (!set[k]) {
+                return refuse(fmt::format("element {}: {} is missing (every element sets the same keys)", i,
+                                          out.keys[k]));
+            }
+        }
+        out.elements.push_back(std::move(row));
+    }
+    return out;
+}
+
+tl::expected<Sweep, std::string> sweep_ranks(long long n) {
+    if (n < 1) {
+        return refuse(fmt::format("{} elements: at least 1", n));
+    }
+    if (static_cast<unsigned long long>(n) > k_max_sweep_elements) {
+        return refuse(too_many(static_cast<std::size_t>(n)));
+    }
+    Sweep out;
+    out.elements.assign(static_cast<std::size_t>(n), {});
+    return out;
+}
+
+tl::expected<SweepAxis, std::string> parse_sweep_axis(std::string_view text) {
+    const auto eq = text.find('=');
+    if (eq == std::string_view::npos || eq == 0) {
+        return refuse(fmt::format("'{}' is not KEY=VALUE[,VALUE...]", text.substr(0, 80)));
+    }
+    SweepAxis axis{std::string(text.substr(0, eq)), {}};
+    if (auto why = key_problem(axis.first); !why.empty()) {
+        return refuse(why);
+    }
+    std::string value;
+    bool escaped = false;
+    for (char c : text.substr(eq + 1)) {
+        if (escaped) {
+            if (c != ',' && c != '\\') {
+                value += '\\';
+            }
+            value += c;
+            escaped = false;
+        } else if (c == '\\') {
+            escaped = true;
+        } else if (c == ',') {
+            axis.second.push_back(std::move(value));
+            value.clear();
+        } else {
+            value += c;
+        }
+        if (value.size() > k_max_sweep_value_bytes) {
+            return refuse(value_problem(axis.first, value));
+        }
+        if (axis.second.size() > k_max_sweep_elements) {
+            return refuse(fmt::format("{}: more than {} values", axis.first, k_max_sweep_elements));
+        }
+    }
+    if (escaped) {
+        value += '\\';
+    }
+    axis.second.push_back(std::move(value));
+    return axis;
+}
+
+std::vector<std::pair<std::string, std::string>> sweep_element_env(const Sweep& sweep, std::size_t index) {
+    std::vector<std::pair<std::string, std::string>> env;
+    if (index < sweep.elements.size()) {
+        const auto& row = sweep.elements[index];
+        for (std::size_t k = 0; k < sweep.keys.size() && k < row.size(); ++k) {
+            env.emplace_back(sweep.keys[k], row[k]);
+        }
+    }
+    const auto i = std::to_string(index), n = std::to_string(sweep.size());
+    env.emplace_back("TANDEM_SWEEP_INDEX", i);
+    env.emplace_back("TANDEM_SWEEP_SIZE", n);
+    env.emplace_back("SKYPILOT_JOB_RANK", i);
+    env.emplace_back("SKYPILOT_NUM_JOBS", n);
+    return env;
+}
+
+std::string sweep_element_label(const Sweep& sweep, std::size_t index) {
+    if (sweep.keys.empty() || index >= sweep.elements.size()) {
+        return fmt::format("#{}", index);
+    }
+    std::string out;
+    const auto& row = sweep.elements[index];
+    for (std::size_t k = 0; k < sweep.keys.size() && k < row.size(); ++k) {
+        std::string v;
+        for (char c : row[k]) {
+            v += c == '\n' || c == '\r' || c == '\t' ? ' ' : c;
+        }
+        if (v.size() > 40) {
+            std::size_t cut = 37;
+            while (cut > 0 && (static_cast<unsigned char>(v[cut]) & 0xC0) == 0x80) {
+                --cut; // not inside a UTF-8 character
+            }
+            v = v.substr(0, cut) + "...";
+        }
+        out += (out.empty() ? "" : " ") + sweep.keys[k] + "=" + v;
+    }
+    return out;
+}
+
+} // namespace tandem

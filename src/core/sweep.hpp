@@ -1,0 +1,58 @@
+#pragma once
+// A parameter sweep (issue 33): one job whose elements run the same task with different values, as the
+// schedulers' own arrays (a Slurm job array, a Kubernetes Indexed Job; docs/ARCHITECTURE.md, "Sweeps").
+// Pure: the grid, the command-line axis `--sweep K=a,b,c`, what each element sees and how it is named.
+//
+// Elements are numbered from 0 in grid order: the first key varies slowest, as nested loops written in
+// the keys' order (`--sweep lr=1,2 --sweep bs=8,16` is lr=1 bs=8, lr=1 bs=16, lr=2 bs=8, lr=2 bs=16).
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <tl/expected.hpp>
+
+namespace tandem {
+
+// At most this many elements in one sweep: far above Slurm's default MaxArraySize (1001, which the
+// backend checks against the cluster's own), and what a status row can still count.
+inline constexpr std::size_t k_max_sweep_elements = 10000;
+// A value is an environment value: bounded so a grid cannot carry megabytes into every element.
+inline constexpr std::size_t k_max_sweep_value_bytes = 4096;
+
+struct Sweep {
+    std::vector<std::string> keys;                  // environment names, in order
+    std::vector<std::vector<std::string>> elements; // one value per key, per element
+    int parallel = 0;                               // at most this many elements at once; 0: no limit
+
+    std::size_t size() const { return elements.size(); }
+};
+
+using SweepAxis = std::pair<std::string, std::vector<std::string>>;
+
+// The Cartesian product of `axes`; an error names the axis at fault (a key that is no variable name or
+// one of tandem's own, a key given twice, no values, a value too long) or the size over the bound.
+tl::expected<Sweep, std::string> sweep_grid(const std::vector<SweepAxis>& axes);
+
+// Explicit elements (the `sweep:` list form): every element sets the same keys as the first, in any
+// order; an error names the element (from 0) and the key.
+tl::expected<Sweep, std::string>
+sweep_elements(const std::vector<std::vector<std::pair<std::string, std::string>>>& elements);
+
+// SkyPilot's `--num-jobs N`: N elements with no values (each sees its rank). 1 <= n <= the bound.
+tl::expected<Sweep, std::string> sweep_ranks(long long n);
+
+// `--sweep lr=0.1,0.01`: KEY=VALUE[,VALUE...]; `\,` is a comma inside a value, `\\` a backslash.
+tl::expected<SweepAxis, std::string> parse_sweep_axis(std::string_view text);
+
+// What element `index` sees beside the task's envs: its values, TANDEM_SWEEP_INDEX and TANDEM_SWEEP_SIZE,
+// and SkyPilot's SKYPILOT_JOB_RANK and SKYPILOT_NUM_JOBS (the same numbers).
+std::vector<std::pair<std::string, std::string>> sweep_element_env(const Sweep& sweep, std::size_t index);
+
+// "lr=0.1 bs=16" for status and log prefixes; "#3" for an element without values. Values are shown as
+// one line, cut at 40 bytes ("...").
+std::string sweep_element_label(const Sweep& sweep, std::size_t index);
+
+} // namespace tandem
