@@ -89,6 +89,10 @@ TEST_CASE("recovery: a job whose node is set DOWN is requeued, succeeds, and rep
         std::this_thread::sleep_for(250ms);
     }
     REQUIRE(requeued);
+    // tandem says so while Slurm holds it (slurmrestd's restart_cnt).
+    j = lab.job(1);
+    CHECK(j["state"] == "PENDING");
+    CHECK(contains(j["reason"].get<std::string>(), "requeued, restart 1: "));
     // The node comes back (as after a reboot); then the requeued job is released from its BeginTime.
     if (slurm_command({"scontrol", "update", "nodename=" + node, "state=resume"}).exit_code != 0) {
         slurm_command({"scontrol", "update", "nodename=" + node, "state=idle"});

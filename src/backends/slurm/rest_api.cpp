@@ -259,6 +259,8 @@ Result<std::vector<SlurmJob>> parse_jobs(const json& body, ApiVersion version) {
             job.submit_time = rest::timestamp(j, "submit_time");
             job.node_count = static_cast<int>(std::clamp<std::int64_t>(
                 rest::number(rest::at_path(j, {"node_count"})).value_or(0), 0, 1'000'000));
+            job.restarts = static_cast<int>(
+                std::clamp<std::int64_t>(rest::number(j, "restart_cnt").value_or(0), 0, 1'000'000));
             return job;
         });
     });

@@ -133,6 +133,7 @@ bool is_job_field(std::string_view key) {
                                                   "standard_output",
                                                   "user_name",
                                                   "node_count",
+                                                  "restart_cnt",
                                                   "submit_time",
                                                   "eligible_time",
                                                   "last_sched_evaluation"};

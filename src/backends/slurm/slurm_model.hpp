@@ -70,6 +70,7 @@ struct SlurmJob {
     std::string user;                                 // the job's user (discovery reads it)
     std::optional<std::int64_t> submit_time;
     int node_count = 0;                               // 0: not reported
+    int restarts = 0;                                 // Slurm's requeue count (REST restart_cnt; 0 over SSH)
     std::string standard_output;                      // the resolved output path when Slurm reports it
 };
 

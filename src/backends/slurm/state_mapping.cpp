@@ -160,6 +160,11 @@ JobUpdate to_job_update(const SlurmJob& job) {
     } else if (u.state == JobState::pending && informative(job.state_reason)) {
         u.reason += " (" + job.state_reason + ")";
     }
+    if (u.state == JobState::pending && job.restarts > 0) {
+        // Back in the queue after a node failure or preemption (--requeue): Slurm holds it for its requeue
+        // delay (BeginTime) before it may start again.
+        u.reason = fmt::format("requeued, restart {}: {}", job.restarts, u.reason);
+    }
     switch (row->exit) {
     case ExitUse::zero:
         u.exit_code = 0;

@@ -437,3 +437,18 @@ TEST_CASE("v0.0.42 cancel answers: only an error other than 'gone' is a refusal"
     mixed["status"].push_back(denied["status"][0]);
     CHECK(api::cancel_refusal(mixed) == "Operation not permitted (error 1)");
 }
+
+TEST_CASE("v0.0.40+: restart_cnt is read (a requeued job's count), also through the skimmed GET /jobs") {
+    for (const char* v : k_recorded) {
+        for (const auto& j : jobs_of(v, "jobs.json")) {
+            CHECK(j.restarts == 0); // as recorded: nothing was requeued
+        }
+        auto body = slurm_fixture(v, "jobs.json");
+        body["jobs"][0]["restart_cnt"] = 2;
+        auto jobs = api::parse_jobs(body, ApiVersion::v0_0_40);
+        REQUIRE(jobs);
+        CHECK(jobs->front().restarts == 2);
+        body["jobs"][0]["restart_cnt"] = -5; // untrusted: bounded
+        CHECK(api::parse_jobs(body, ApiVersion::v0_0_40)->front().restarts == 0);
+    }
+}

@@ -34,6 +34,15 @@ TEST_CASE("PENDING keeps Slurm's reason, and a pending job's start_time is only 
     CHECK(to_job_update(job("PENDING")).reason == "queued");
 }
 
+TEST_CASE("a job requeued after a node failure says so while Slurm holds it (restart_cnt)") {
+    auto j = job("PENDING");
+    j.state_reason = "BeginTime";
+    j.restarts = 1;
+    CHECK(to_job_update(j).reason == "requeued, restart 1: BeginTime");
+    j.state = "RUNNING";
+    CHECK(to_job_update(j).reason.find("requeued") == std::string::npos); // running again: no longer
+}
+
 TEST_CASE("CONFIGURING is STARTING, as state (v0.0.38) or as flag (v0.0.40)") {
     for (const auto& j :
          {job("CONFIGURING"), job("RUNNING", {"CONFIGURING"}), job("PENDING", {"POWER_UP_NODE"})}) {
