@@ -73,8 +73,11 @@ for f in /usr/bin/tandem /usr/bin/tandem-dashboard /usr/share/man/man1/tandem.1.
 done
 missing=$(in_root ldd /usr/bin/tandem /usr/bin/tandem-dashboard | grep 'not found' || true)
 [[ -z "$missing" ]] || fail "libraries not found: $missing"
+# Read whole before grep: `grep -q` stops at the first match, and under pipefail the SIGPIPE that then
+# ends ldconfig would fail the check now and then.
+cache=$(in_root ldconfig -p)
 for so in libcurl.so.4 libssh2.so.1; do
-  in_root ldconfig -p | grep -q "^[[:space:]]*$so " || fail "$so (loaded at run time) is not installed"
+  grep -q "^[[:space:]]*$so " <<<"$cache" || fail "$so (loaded at run time) is not installed"
 done
 ok "both programs' libraries and libcurl.so.4, libssh2.so.1 are installed"
 
