@@ -153,7 +153,8 @@ TEST_CASE("a 2-node job runs both ranks, logs show rank prefixes and --node sele
                                     "run: |\n"
                                     "  echo \"rank=$TANDEM_NODE_RANK of $TANDEM_NUM_NODES "
                                     "sky=$SKYPILOT_NODE_RANK\"\n"
-                                    "  echo \"ips=$(printf %s \"$TANDEM_NODE_IPS\" | wc -l)\"\n");
+                                    "  echo \"ips=$(printf %s \"$TANDEM_NODE_IPS\" | wc -l)\"\n"
+                                    "  printf 'no-newline-%s' \"$TANDEM_NODE_RANK\"\n");
     auto r = lab.tandem({"launch", file});
     INFO(r);
     REQUIRE(r.exit_code == 0);
@@ -170,6 +171,12 @@ TEST_CASE("a 2-node job runs both ranks, logs show rank prefixes and --node sele
     auto all = lab.tandem({"logs", "1"});
     CHECK(contains(all.out, "[rank 0] rank=0 of 2"));
     CHECK(contains(all.out, "[rank 1] rank=1 of 2"));
+    // A last line without its newline is shown once, ended (each rank's log is read to its end).
+    for (const char* tail : {"[rank 0] no-newline-0\n", "[rank 1] no-newline-1\n"}) {
+        const auto first = all.out.find(tail);
+        CHECK(first != std::string::npos);
+        CHECK(all.out.find(tail, first + 1) == std::string::npos);
+    }
     auto one = lab.tandem({"logs", "1", "--node", "1"});
     INFO(one);
     CHECK(one.exit_code == 0);

@@ -287,17 +287,7 @@ JobUpdate from_ranks(const JobView& view, const std::vector<PodInfo>& pods, int 
 }
 
 bool disrupted(const json& pod) {
-    if (fields::str_at(pod, "status", "reason") == "Evicted") { // the kubelet's node-pressure eviction
-        return true;
-    }
-    if (const json* conds = fields::at(pod, "status", "conditions"); conds != nullptr && conds->is_array()) {
-        for (const auto& c : *conds) {
-            if (fields::str_at(c, "type") == "DisruptionTarget" && fields::str_at(c, "status") == "True") {
-                return true;
-            }
-        }
-    }
-    return false;
+    return detail::disruption(pod).has_value();
 }
 
 // The job's recoveries as its pods tell them: every pod of a rank that ended in failure and was followed

@@ -143,6 +143,20 @@ std::string latest_event_message(const std::vector<const json*>& events, std::st
     return best == nullptr ? std::string() : one_line(fields::str_at(*best, "message"));
 }
 
+std::optional<std::string> disruption(const json& pod) {
+    if (const json* conds = fields::at(pod, "status", "conditions"); conds != nullptr && conds->is_array()) {
+        for (const auto& c : *conds) {
+            if (fields::str_at(c, "type") == "DisruptionTarget" && fields::str_at(c, "status") == "True") {
+                return one_line(fields::str_at(c, "reason"));
+            }
+        }
+    }
+    if (fields::str_at(pod, "status", "reason") == "Evicted") {
+        return std::string("Evicted");
+    }
+    return std::nullopt;
+}
+
 PodObservation describe_failure(const json& pod) {
     PodObservation o;
     o.state = JobState::failed;

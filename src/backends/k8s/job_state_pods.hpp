@@ -25,6 +25,11 @@ struct PodObservation {
 // PodScheduled condition is missing.
 PodObservation observe_pod(const nlohmann::json& pod, const std::vector<const nlohmann::json*>& events);
 
+// Whether the cluster disrupted the pod (evicted through the Eviction API, preempted, its node lost: the
+// DisruptionTarget condition of 1.26+; or evicted by the kubelet for node pressure, reason Evicted), and
+// how it says so ("EvictionByEvictionAPI", "Evicted"); nullopt when not.
+std::optional<std::string> disruption(const nlohmann::json& pod);
+
 // Why a pod failed: "OOMKilled" (exit 137), "exit code N", "Evicted: <message>", ... with its exit code.
 PodObservation describe_failure(const nlohmann::json& pod);
 

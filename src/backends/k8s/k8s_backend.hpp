@@ -117,8 +117,8 @@ private:
     Status create(const std::string& path, const nlohmann::json& object, const std::string& token,
                   nlohmann::json* created);
     std::string namespace_for(const TaskSpec& spec) const;
-    // The pods of one job, listed now, newest per rank.
-    // Every pod of each rank, oldest first (a retried or replaced rank has several); the newest of each.
+    // The pods of one job, listed now: every pod of each rank, oldest first (a retried or replaced rank has
+    // several); and the newest per rank.
     Result<std::map<int, std::vector<nlohmann::json>>> rank_attempts(const std::string& ns, const std::string& base);
     Result<std::map<int, nlohmann::json>> rank_pods(const std::string& ns, const std::string& base);
     Status follow_pod(const std::string& ns, const std::string& base, int rank, const LogOptions& options,

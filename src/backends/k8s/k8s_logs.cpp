@@ -89,12 +89,16 @@ public:
         return !m_stopped;
     }
 
+    // The last line of a stream that did not end with a newline, once (a rank's log is several streams,
+    // one per attempt).
     bool finish() {
         if (m_partial.empty()) {
             return true;
         }
+        std::string line = m_prefix + m_partial + "\n";
+        m_partial.clear();
         std::lock_guard lock(m_mutex);
-        return m_sink(m_prefix + m_partial + "\n");
+        return m_sink(line);
     }
 
 private:
@@ -146,13 +150,8 @@ namespace {
 
 // Why a replaced pod ended, for the attempt marker: "exit code 3", "evicted (EvictionByEvictionAPI)".
 std::string ended_because(const json& pod) {
-    if (const json* conds = fields::at(pod, "status", "conditions"); conds != nullptr && conds->is_array()) {
-        for (const auto& c : *conds) {
-            if (fields::str_at(c, "type") == "DisruptionTarget" && fields::str_at(c, "status") == "True") {
-                const auto reason = fields::str_at(c, "reason");
-                return reason.empty() ? "evicted" : "evicted (" + detail::one_line(reason) + ")";
-            }
-        }
+    if (const auto how = detail::disruption(pod)) {
+        return how->empty() || *how == "Evicted" ? "evicted" : "evicted (" + *how + ")";
     }
     auto why = detail::describe_failure(pod).reason;
     return why.empty() ? "its pod ended" : why;
@@ -186,8 +185,7 @@ Status K8sBackend::follow_pod(const std::string& ns, const std::string& base, in
     std::mutex own_mutex;
     static std::mutex shared_mutex; // one stdout for every rank of this invocation
     LinePrefixer out(sink, prefix.empty() ? own_mutex : shared_mutex, prefix);
-    std::set<std::string> streamed;
-    std::string last_streamed;
+    std::set<std::string> streamed; // the pods whose log was shown
     auto jobs_path = fmt::format("/apis/batch/v1/namespaces/{}/jobs?labelSelector={}", ns,
                                  query_escape(job_selector(base)));
     for (;;) {
@@ -224,7 +222,7 @@ Status K8sBackend::follow_pod(const std::string& ns, const std::string& base, in
                 if (!jobs) {
                     return tl::unexpected(jobs.error());
                 }
-                if (!jobs_going(jobs->body) || (newest == nullptr && !last_streamed.empty())) {
+                if (!jobs_going(jobs->body) || (newest == nullptr && !streamed.empty())) {
                     break;
                 }
             }
@@ -272,7 +270,6 @@ Status K8sBackend::follow_pod(const std::string& ns, const std::string& base, in
             continue;
         }
         streamed.insert(name);
-        last_streamed = name;
         if (out.stopped()) {
             break;
         }
