@@ -16,11 +16,11 @@ enable_deb_src() {
   local f=/etc/apt/sources.list.d/debian.sources
   if [[ -f $f ]] && grep -q '^Types: deb$' "$f"; then
     sed -i 's/^Types: deb$/Types: deb deb-src/' "$f"
-    apt-get update -qq
+    apt_get update -qq
   elif [[ -f /etc/apt/sources.list ]] && ! grep -q '^deb-src' /etc/apt/sources.list &&
     grep -q '^deb ' /etc/apt/sources.list; then
     sed -n 's/^deb /deb-src /p' /etc/apt/sources.list >/etc/apt/sources.list.d/tandem-src.list
-    apt-get update -qq
+    apt_get update -qq
   fi
 }
 
@@ -79,7 +79,7 @@ cmd_build() {
   rm -rf "$work" && mkdir -p "$work"
   enable_deb_src
   log "downloading the kubernetes source package"
-  (cd "$work" && apt-get source --download-only -qq kubernetes >/dev/null)
+  (cd "$work" && apt_get source --download-only -qq kubernetes >/dev/null)
   local tarball
   tarball=$(ls "$work"/kubernetes_*.orig.tar.gz 2>/dev/null | head -1)
   [[ -n $tarball ]] || die "apt-get source kubernetes gave no orig tarball in $work"

@@ -78,6 +78,13 @@ since() { local d=$(($(now_ms) - $1)); printf '%d.%d' $((d / 1000)) $(((d % 1000
 log() { printf '[testbed/k8s %s +%ss] %s\n' "$(date +%T)" "$(since "$T0")" "$*" >&2; }
 die() { printf 'testbed/k8s: error: %s\n' "$*" >&2; exit 1; }
 
+# apt-get, one at a time among the testbeds (the Kubernetes builds and the Slurm testbeds start side by
+# side and apt-get update's lock on the lists has no timeout of its own), waiting for dpkg's locks too.
+apt_get() {
+  DEBIAN_FRONTEND=noninteractive flock -w 900 /var/lock/tandem-testbed-apt.lock \
+    apt-get -o DPkg::Lock::Timeout=600 -o Acquire::Retries=3 "$@"
+}
+
 need_root() { [[ $(id -u) == 0 ]] || die "must run as root (it installs packages, builds into $K8S_CACHE and starts daemons)"; }
 
 # The daemons, in start order (PID-file names).
@@ -185,8 +192,8 @@ apt_install() {
     chmod 755 /usr/sbin/policy-rc.d
     own_policy=1
   fi
-  { DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 -o Acquire::Retries=3 update -qq &&
-    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 -o Acquire::Retries=3 install -y -qq \
+  { apt_get update -qq &&
+    apt_get install -y -qq \
       --no-install-recommends "${missing[@]}"; } >"$LAB/apt.log" 2>&1 || rc=$?
   ((own_policy)) && rm -f /usr/sbin/policy-rc.d
   if ((rc)); then

@@ -86,6 +86,13 @@ since() { local d=$(($(now_ms) - $1)); printf '%d.%d' $((d / 1000)) $(((d % 1000
 log() { printf '[testbed/slurm %s +%ss] %s\n' "$(date +%T)" "$(since "$T0")" "$*" >&2; }
 die() { printf 'testbed/slurm: error: %s\n' "$*" >&2; exit 1; }
 
+# apt-get, one at a time among the testbeds (the Kubernetes builds and the Slurm testbeds start side by
+# side and apt-get update's lock on the lists has no timeout of its own), waiting for dpkg's locks too.
+apt_get() {
+  DEBIAN_FRONTEND=noninteractive flock -w 900 /var/lock/tandem-testbed-apt.lock \
+    apt-get -o DPkg::Lock::Timeout=600 -o Acquire::Retries=3 "$@"
+}
+
 need_root() { [[ $(id -u) == 0 ]] || die "must run as root (it installs packages, writes /etc/slurm and starts daemons)"; }
 
 # Expected executable per PID-file name, so that a recycled PID is never taken

@@ -40,8 +40,8 @@ install_packages() {
   export DEBIAN_FRONTEND=noninteractive
   mkdir -p "$LAB"
   # The lock timeout: other builds on the machine may be running apt too.
-  if ! { apt-get -o DPkg::Lock::Timeout=600 -o Acquire::Retries=3 update -qq &&
-    apt-get -o DPkg::Lock::Timeout=600 -o Acquire::Retries=3 install -y -qq --no-install-recommends \
+  if ! { apt_get update -qq &&
+    apt_get install -y -qq --no-install-recommends \
       "${missing[@]}"; } >"$LAB/apt.log" 2>&1; then
     tail -n 25 "$LAB/apt.log" >&2
     die "apt-get failed (full output in $LAB/apt.log)"
