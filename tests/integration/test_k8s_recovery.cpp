@@ -88,6 +88,11 @@ TEST_CASE("recovery: launch --wait returns the last attempt's exit code") {
                                      "; exit 3; fi\n  exit 5\n");
     auto r = lab.tandem({"launch", "--wait", file}, 180s);
     INFO(r);
+    std::string pods; // what the cluster held, for a failure's message
+    for (const auto& pod : objects_of("pods", lab.base_of(1))) {
+        pods += pod["metadata"].dump() + "\n" + pod["status"].dump() + "\n";
+    }
+    INFO(pods);
     CHECK(r.exit_code == 5); // the second attempt's code, not the first's
     CHECK(contains(r.err, "exit code 5, after 1 recovery (exit code 3)"));
 }

@@ -43,6 +43,13 @@ std::optional<int> int_text(std::string_view s) {
                                                                          : std::nullopt;
 }
 
+std::optional<std::int64_t> int64_text(std::string_view s) {
+    std::int64_t v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    return ec == std::errc() && end == s.data() + s.size() && !s.empty() ? std::optional<std::int64_t>(v)
+                                                                         : std::nullopt;
+}
+
 std::string label(const json& obj, std::string_view key) {
     return fields::str(fields::get(fields::at(obj, "metadata", "labels"), key));
 }
@@ -94,8 +101,16 @@ bool later(const PodInfo& a, const PodInfo& b) {
     if (end_a != end_b) {
         return end_b > end_a;
     }
-    // Still alike (two pods made, run and ended within one second): the name decides, so that of any two
-    // pods exactly one is the later.
+    // Still alike: two pods made, run and ended within one second (1.20's controller replaces a pod that
+    // failed at once without waiting). The one written last is the later attempt: the controller made it
+    // only after it saw the other fail, and each pod's last write (its end, or a finalizer removed once it
+    // is counted) follows in that order. resourceVersion is etcd's revision, a number; compared only when
+    // both read as one. Then the name, so that of any two pods exactly one is the later.
+    const auto rv_a = int64_text(fields::str_at(*a.pod, "metadata", "resourceVersion"));
+    const auto rv_b = int64_text(fields::str_at(*b.pod, "metadata", "resourceVersion"));
+    if (rv_a && rv_b && *rv_a != *rv_b) {
+        return *rv_b > *rv_a;
+    }
     return fields::str_at(*b.pod, "metadata", "name") > fields::str_at(*a.pod, "metadata", "name");
 }
 

@@ -123,10 +123,16 @@ Result<std::map<int, std::vector<json>>> K8sBackend::rank_attempts(const std::st
         out[rank_of(pod)].push_back(pod);
     }
     // Oldest first: by creation (whole seconds), and within one second a pod that failed before the one
-    // that replaced it, then by name.
+    // that replaced it, then the one written first (resourceVersion, as job_state.cpp's later()), then by
+    // name.
     auto key = [](const json& pod) {
+        const auto rv = fields::str_at(pod, "metadata", "resourceVersion");
+        std::int64_t written = 0;
+        if (std::from_chars(rv.data(), rv.data() + rv.size(), written).ec != std::errc()) {
+            written = 0;
+        }
         return std::make_tuple(parse_rfc3339(fields::str_at(pod, "metadata", "creationTimestamp")).value_or(0),
-                               phase_of(pod) == "Failed" ? 0 : 1, fields::str_at(pod, "metadata", "name"));
+                               phase_of(pod) == "Failed" ? 0 : 1, written, fields::str_at(pod, "metadata", "name"));
     };
     for (auto& [rank, list] : out) {
         std::stable_sort(list.begin(), list.end(), [&](const json& a, const json& b) { return key(a) < key(b); });

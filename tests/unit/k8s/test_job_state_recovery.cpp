@@ -89,6 +89,29 @@ TEST_CASE("recovery: a job that used up its restarts fails with its last attempt
     CHECK(u.recoveries == "x3"); // the last failure ended the job: not a recovery
 }
 
+TEST_CASE("recovery: two attempts made, run and ended in one second are ordered by their last write") {
+    // Kubernetes 1.20 replaces a pod that fails at once without waiting: both pods carry the same
+    // creation, start and end second. The replacement was written last (resourceVersion), whatever the
+    // random names say: here the later attempt's name sorts first.
+    auto first = failed_pod("train-zz", "2026-12-02T11:00:00Z", 3);
+    auto second = failed_pod("train-aa", "2026-12-02T11:00:00Z", 5);
+    first["metadata"]["resourceVersion"] = "749";
+    second["metadata"]["resourceVersion"] = "757";
+    for (const bool listed_first : {true, false}) {
+        ViewBuilder b;
+        b.job(train_job("Failed"));
+        if (listed_first) {
+            b.pod(first).pod(second);
+        } else {
+            b.pod(second).pod(first);
+        }
+        const auto u = b.update();
+        CHECK(u.exit_code == 5);
+        CHECK(u.reason == "exit code 5");
+        CHECK(u.recoveries == "x3");
+    }
+}
+
 TEST_CASE("recovery: evictions and recover_on_exit_codes are named apart from counted failures") {
     ViewBuilder b;
     b.job(train_job(nullptr, "7,33"))
