@@ -11,6 +11,7 @@
 #include "app/fanout.hpp"
 #include "app/launch_lock.hpp"
 #include "core/job_recovery.hpp"
+#include "core/sweep.hpp"
 
 namespace tandem::app {
 
@@ -65,6 +66,7 @@ void apply_updates(const Session& ctx, store::JobStore* store, std::vector<JobVi
         r.started_at = r.started_at ? r.started_at : u.started_at;
         r.ended_at = u.ended_at ? u.ended_at : r.ended_at;
         r.recoveries = u.recoveries ? merge_recoveries(r.recoveries, *u.recoveries) : r.recoveries;
+        r.elements = u.elements ? *u.elements : r.elements;
         r.updated_at = now;
     }
 }
@@ -264,6 +266,15 @@ Status cancel_job(Session& ctx, JobRecord& job, const std::string& reason) {
     }
     const auto now = ctx.now();
     JobUpdate cancelled{JobState::cancelled, reason, std::nullopt, std::nullopt, now};
+    if (const auto sweep = sweep_of(job)) { // the elements still going end with it; the ended keep theirs
+        auto states = parse_element_states(job.elements).value_or(std::vector<ElementState>{});
+        states.resize(sweep->size(), ElementState{JobState::pending, std::nullopt});
+        for (auto& e : states) {
+            e = is_terminal(e.state) ? e : ElementState{JobState::cancelled, std::nullopt};
+        }
+        cancelled.elements = format_element_states(states);
+        job.elements = *cancelled.elements;
+    }
     if (auto ok = (*store)->update(job.id, cancelled, now); !ok) {
         return ok;
     }

@@ -1,14 +1,15 @@
 // `tandem logs JOB`: print the job's output; with -f follow it until the job ends, then say how it
 // ended (stderr) and exit with the job's exit code.
 
+#include <algorithm>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
-
-#include <algorithm>
 
 #include "cli/commands.hpp"
 #include "cli/groups.hpp"
 #include "cli/output.hpp"
+#include "core/sweep.hpp"
 
 namespace tandem::cli {
 
@@ -20,6 +21,7 @@ struct LogsFlags {
     std::optional<int> tail;
     std::optional<int> node;
     std::optional<std::string> member;
+    std::optional<int> element;
 };
 
 Result<int> group_logs_command(Context& ctx, const JobRecord& group, const LogsFlags& flags) {
@@ -66,15 +68,25 @@ Result<int> logs(Context& ctx, const LogsFlags& flags) {
         return fail(ErrorKind::usage, fmt::format("--node {}: job {} has {} node(s), ranks 0..{}",
                                                   *flags.node, job->id, job->num_nodes, job->num_nodes - 1));
     }
+    if (flags.element) {
+        const auto sweep = sweep_of(*job);
+        if (!sweep) {
+            return fail(ErrorKind::usage, fmt::format("--element: job {} is not a sweep", job->id));
+        }
+        if (*flags.element < 0 || static_cast<std::size_t>(*flags.element) >= sweep->size()) {
+            return fail(ErrorKind::usage, fmt::format("--element {}: sweep {} has elements 0..{}",
+                                                      *flags.element, job->id, sweep->size() - 1));
+        }
+    }
     auto backend = ctx.backend(job->cluster);
     if (!backend) {
         return tl::unexpected(backend.error());
     }
-    auto streamed =
-        (*backend)->logs(*job, LogOptions{flags.follow, flags.tail, flags.node}, [](std::string_view chunk) {
-            print_stdout(std::string(chunk));
-            return true;
-        });
+    auto streamed = (*backend)->logs(*job, LogOptions{flags.follow, flags.tail, flags.node, flags.element},
+                                     [](std::string_view chunk) {
+                                         print_stdout(std::string(chunk));
+                                         return true;
+                                     });
     if (!streamed) {
         return tl::unexpected(streamed.error());
     }
@@ -98,6 +110,9 @@ void setup_logs(CLI::App& command, Action& action) {
     command.add_option("--member", flags->member,
                        "A pipeline or job group: only this member's output (default: every member's, each "
                        "line prefixed [member/rank])");
+    command.add_option("--element", flags->element,
+                       "A sweep: only this element's output (its index; default: every element's, each line "
+                       "prefixed [values])");
     command.callback([flags, &action] { action = [flags](Context& ctx) { return logs(ctx, *flags); }; });
 }
 

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
@@ -82,6 +83,14 @@ std::string plan_text(const TaskPlanView& v) {
     const TaskSpec& spec = *v.spec;
     std::string out = fmt::format("Task {} ({}): {} node(s), {} option(s)\n", spec.name, spec.source_file,
                                   spec.num_nodes, spec.options().size());
+    if (spec.sweep) {
+        const auto& s = *spec.sweep;
+        out += fmt::format("Sweep: {} element{} ({}), {}\n", s.size(), s.size() == 1 ? "" : "s",
+                           s.keys.empty() ? std::string("ranks only")
+                                          : "values of " + fmt::format("{}", fmt::join(s.keys, ", ")),
+                           s.parallel > 0 ? fmt::format("at most {} at once", s.parallel)
+                                          : std::string("all at once as the cluster allows"));
+    }
     if (p.placements.empty()) {
         out += "\nChosen: none: no configured cluster can run this task\n";
     } else {

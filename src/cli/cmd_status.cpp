@@ -9,12 +9,13 @@
 #include <fmt/format.h>
 
 #include "app/discovery.hpp"
-#include "core/job_recovery.hpp"
 #include "cli/commands.hpp"
 #include "cli/groups.hpp"
 #include "cli/output.hpp"
 #include "cli/services.hpp"
 #include "cli/status_watch.hpp"
+#include "core/job_recovery.hpp"
+#include "core/sweep.hpp"
 
 namespace tandem::cli {
 
@@ -288,6 +289,19 @@ Result<int> status(Context& ctx, const StatusFlags& flags) {
     };
     for (const auto& v : views) {
         add(row_of(v, now), v.record);
+        // A sweep named on the command line: its elements below it, with their values.
+        if (const auto sweep = flags.jobs.empty() ? std::nullopt : sweep_of(v.record)) {
+            const auto states = parse_element_states(v.record.elements).value_or(std::vector<ElementState>{});
+            for (std::size_t i = 0; i < sweep->size(); ++i) {
+                const ElementState e =
+                    i < states.size() ? states[i] : ElementState{v.record.state, std::nullopt};
+                const auto label = sweep_element_label(*sweep, i);
+                add({"", label.rfind('#', 0) == 0 ? "  " + label : fmt::format("  #{} {}", i, label),
+                     v.record.cluster, std::string(to_string(e.state)),
+                     e.exit_code ? fmt::format("exit code {}", *e.exit_code) : std::string("-"), "", "", ""},
+                    JobRecord{});
+            }
+        }
         if (auto g = groups.find(v.record.id); g != groups.end()) {
             const auto hosts = published_hosts(g->second->group.record);
             for (const auto& m : g->second->members) {

@@ -1,7 +1,5 @@
 #include "cli/output.hpp"
 
-#include "core/job_recovery.hpp"
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -11,6 +9,9 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+
+#include "core/job_recovery.hpp"
+#include "core/sweep.hpp"
 
 namespace tandem::cli {
 
@@ -152,6 +153,24 @@ nlohmann::json job_json(const JobRecord& job, bool unreachable, const std::strin
                         {"counted", events[i].kind == RecoveryEvent::Kind::exit_code}});
     }
     j["recovered_attempts"] = std::move(list);
+    // A sweep (issue 33): every element with its values, state and exit code.
+    if (const auto sweep = sweep_of(job)) {
+        const auto states = parse_element_states(job.elements).value_or(std::vector<ElementState>{});
+        auto elements = nlohmann::json::array();
+        for (std::size_t i = 0; i < sweep->size(); ++i) {
+            nlohmann::json values = nlohmann::json::object();
+            for (std::size_t k = 0; k < sweep->keys.size(); ++k) {
+                values[sweep->keys[k]] = sweep->elements[i][k];
+            }
+            const ElementState e = i < states.size() ? states[i] : ElementState{job.state, std::nullopt};
+            elements.push_back(
+                {{"index", i},
+                 {"values", std::move(values)},
+                 {"state", to_string(e.state)},
+                 {"exit_code", e.exit_code ? nlohmann::json(*e.exit_code) : nlohmann::json(nullptr)}});
+        }
+        j["elements"] = std::move(elements);
+    }
     return j;
 }
 

@@ -27,6 +27,19 @@ void add_spec_flags(CLI::App& command, SpecFlags& flags) {
     command.add_option("--infra", flags.overrides.infra,
                        "Pin: local, slurm[/CLUSTER[/PARTITION]], k8s[/CONTEXT]");
     command.add_option("-n,--name", flags.overrides.name, "Job name");
+    command
+        .add_option("--sweep", flags.overrides.sweep_axes,
+                    "Run once per value (repeatable: the grid of all), as one job; \\, is a comma in a "
+                    "value (replaces the file's sweep)")
+        ->type_name("K=V1,V2");
+    command
+        .add_option("--num-jobs", flags.overrides.num_jobs,
+                    "Run N copies as one job; each sees SKYPILOT_JOB_RANK (replaces the file's sweep)")
+        ->type_name("N");
+    command
+        .add_option("--sweep-parallel", flags.overrides.sweep_parallel,
+                    "Run at most N elements of the sweep at once")
+        ->type_name("N");
 }
 
 Result<TaskSpec> load_task(Context& ctx, const SpecFlags& flags) {

@@ -119,13 +119,19 @@ bool has_service(const TaskSpec& spec, const Resources&) {
 bool has_priority_class(const TaskSpec&, const Resources& r) {
     return has_hint(r, "priority_class");
 }
+bool has_sweep(const TaskSpec& spec, const Resources&) {
+    return spec.sweep.has_value();
+}
+bool has_multi_node_sweep(const TaskSpec& spec, const Resources&) {
+    return spec.sweep.has_value() && spec.num_nodes > 1;
+}
 
 // What each condition reads, indexed by SpecCondition.
 struct Condition {
     std::string_view field;
     bool (*is_set)(const TaskSpec& spec, const Resources& resources);
 };
-const std::array<Condition, 20> k_conditions{{
+const std::array<Condition, 22> k_conditions{{
     {"service", has_service},
     {"resources.use_spot", uses_spot},
     {"resources.image_id", has_image},
@@ -146,8 +152,10 @@ const std::array<Condition, 20> k_conditions{{
     {"resources.max_hourly_cost", has_max_cost},
     {"resources.priority", has_priority},
     {"resources.priority_class", has_priority_class},
+    {"sweep", has_sweep},
+    {"sweep", has_multi_node_sweep},
 }};
-static_assert(static_cast<std::size_t>(SpecCondition::priority_class) + 1 == 20,
+static_assert(static_cast<std::size_t>(SpecCondition::multi_node_sweep) + 1 == 22,
               "k_conditions has a row for every SpecCondition");
 
 std::vector<Unsupported> collect(const TaskSpec& spec, const Resources& resources, BackendKind kind,

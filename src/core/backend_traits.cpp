@@ -53,6 +53,7 @@ constexpr FieldVerdict k_local_fields[] = {
     {C::max_hourly_cost, {}, "this machine has no price: always met"},
     {C::priority, {}, k_no_controller},
     {C::priority_class, {}, "a Kubernetes PriorityClass means nothing here"},
+    {C::sweep, "sweeps on this machine are not built yet", {}},
 };
 
 // ---- Slurm --------------------------------------------------------------------------------------------
@@ -76,10 +77,12 @@ constexpr FieldVerdict k_slurm_fields[] = {
     {C::best_disk_tier, {}, k_best},
     {C::other_network_tier, {}, k_standard},
     {C::autostop_harmless, {}, k_ends_by_itself},
-    // job_recovery: --requeue on node failure, user-code failures run again in the allocation (sbatch_script).
+    // job_recovery: --requeue on node failure, user-code failures run again in the allocation
+    // (sbatch_script).
     {C::max_hourly_cost, {}, "Slurm has no price: always met"},
     {C::priority, {}, k_no_controller},
     {C::priority_class, {}, "a Kubernetes PriorityClass means nothing to Slurm"},
+    // sweep: one job array (sbatch_script.cpp); multi-node elements are each an allocation of num_nodes.
 };
 
 // slurmrestd takes only the job fields tandem sets: sbatch options need the SSH transport.
@@ -137,6 +140,7 @@ constexpr FieldVerdict k_kubernetes_fields[] = {
     // job_recovery: backoffLimit, and a podFailurePolicy from 1.26 (manifests.cpp).
     {C::max_hourly_cost, {}, "Kubernetes has no price: always met"},
     {C::priority, {}, k_no_controller},
+    {C::sweep, "sweeps as an Indexed Job are not built yet", {}},
 };
 
 std::optional<std::int64_t> kubernetes_provision_timeout(const TaskSpec& spec) {

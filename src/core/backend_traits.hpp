@@ -32,20 +32,22 @@ enum class SpecCondition {
     fractional_gpu,
     multi_node,
     ports,
-    custom_disk_tier,   // a disk_tier other than best
+    custom_disk_tier, // a disk_tier other than best
     best_network_tier,
-    autostop_stops,     // autostop that stops (not down, not off)
+    autostop_stops, // autostop that stops (not down, not off)
     local_disk,
-    local_file_mounts,  // file_mounts from local paths
+    local_file_mounts, // file_mounts from local paths
     labels,
     disk_size,
     best_disk_tier,
     other_network_tier,
-    autostop_harmless,  // autostop with down, or turned off
+    autostop_harmless, // autostop with down, or turned off
     job_recovery,
     max_hourly_cost,
     priority,
     priority_class,
+    sweep,            // a sweep (issue 33)
+    multi_node_sweep, // a sweep whose elements run on several nodes each
 };
 
 // One cell of a kind's column: refused (why_not) or accepted without effect (ignored). A condition

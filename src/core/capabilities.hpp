@@ -24,6 +24,8 @@ struct LogOptions {
     bool follow = false;
     std::optional<int> tail_lines;
     std::optional<int> node; // one rank only; default all
+    std::optional<int> element =
+        std::nullopt; // a sweep's element only (its index); default all, each line labelled
 };
 
 // Receives log bytes as they arrive; returning false stops the stream (the reader went away).

@@ -36,6 +36,9 @@ struct JobRecord {
     // How the job recovered so far (core/job_recovery.hpp): "x3,n" = a restart after exit code 3, then a
     // requeue after a node failure. Empty: never.
     std::string recoveries;
+    // A sweep (core/sweep.hpp): each element's state and exit code, "S0,R,F3,P". Empty: not a sweep, or
+    // not yet seen.
+    std::string elements;
 
     bool is_group() const { return backend == k_group_backend; }
     static constexpr const char* k_group_backend = "group";
@@ -50,6 +53,8 @@ struct JobUpdate {
     std::optional<std::int64_t> started_at;
     std::optional<std::int64_t> ended_at;
     std::optional<std::string> recoveries = std::nullopt; // what the cluster says of the job's recoveries; nullopt: nothing
+    std::optional<std::string> elements =
+        std::nullopt; // a sweep's elements (JobRecord::elements); nullopt: not a sweep
 };
 
 } // namespace tandem

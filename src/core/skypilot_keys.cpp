@@ -32,7 +32,9 @@ const std::vector<SkyKey> k_keys{
     {"", "run", U::handled, {}},
     {"", "config", U::handled, {}},
     {"", "api_server_access", U::handled, {}}, // false is fine; true needs a SkyPilot API server
-    {"", "service", U::handled, {}}, // `tandem serve`; service_parser.cpp
+    {"", "service", U::handled, {}},           // `tandem serve`; service_parser.cpp
+    {"", "sweep", U::handled, {}},             // tandem's own (issue 33); sweep_parser.cpp
+    {"", "sweep_parallel", U::handled, {}},    // tandem's own
     {"", "pool", U::not_yet, "SkyPilot worker pools"},
     {"", "event_callback", U::not_yet, "event callbacks"},
     {"", "volumes", U::not_yet, "SkyPilot volumes"},
@@ -99,7 +101,10 @@ const std::vector<SkyKey> k_keys{
     // ---- service.replica_policy ----
     {"service.replica_policy", "min_replicas", U::handled, {}},
     {"service.replica_policy", "max_replicas", U::handled, {}},
-    {"service.replica_policy", "target_qps_per_replica", U::handled, {}}, // one number; per accelerator: not yet
+    {"service.replica_policy",
+     "target_qps_per_replica",
+     U::handled,
+     {}}, // one number; per accelerator: not yet
     {"service.replica_policy", "upscale_delay_seconds", U::handled, {}},
     {"service.replica_policy", "downscale_delay_seconds", U::handled, {}},
     {"service.replica_policy", "num_overprovision", U::not_yet, "overprovisioned replicas"},
@@ -118,10 +123,12 @@ const std::vector<SkyKey> k_keys{
     {"config", "slurm", U::handled, {}},
     {"config", "pending_timeout", U::handled, {}}, // tandem's own
     {"config", "hooks", U::not_yet, "lifecycle hooks (run on stop, preemption or down)"},
-    {"config", "docker", U::ignored, "tandem starts no docker container itself (on k8s the pod runs image_id)"},
+    {"config", "docker", U::ignored,
+     "tandem starts no docker container itself (on k8s the pod runs image_id)"},
     {"config", "nvidia_gpus", U::ignored, "GPU driver settings apply to VMs SkyPilot provisions"},
     {"config", "active_workspace", U::ignored, "SkyPilot API server workspaces do not exist in tandem"},
-    {"config", "ssh", U::ignored, "SkyPilot's SSH node pools; tandem reaches Slurm over ssh from config.yaml"},
+    {"config", "ssh", U::ignored,
+     "SkyPilot's SSH node pools; tandem reaches Slurm over ssh from config.yaml"},
     {"config", "aws", U::ignored, k_cloud_config},
     {"config", "gcp", U::ignored, k_cloud_config},
     {"config", "azure", U::ignored, k_cloud_config},

@@ -172,6 +172,9 @@ nlohmann::json to_redacted_json(const TaskSpec& spec) {
     if (!spec.file_mounts.empty()) {
         j["file_mounts"] = spec.file_mounts;
     }
+    if (spec.sweep) {
+        j["sweep"] = sweep_to_json(*spec.sweep);
+    }
     j["setup"] = spec.setup;
     j["run"] = spec.run;
     auto& slurm = j["config"]["slurm"];

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/sweep.hpp"
+
 namespace tandem {
 
 struct SourceLoc {
@@ -171,6 +173,9 @@ struct TaskSpec {
     std::string group_channel;
     // The `service:` section; nullopt for a job (launch refuses a task with one: `tandem serve up`).
     std::optional<ServiceSpec> service;
+    // `sweep:` / `sweep_parallel:` or `launch --sweep/--num-jobs/--sweep-parallel` (core/sweep.hpp): the
+    // task runs once per element, as one job (a Slurm job array, a Kubernetes Indexed Job). nullopt: once.
+    std::optional<Sweep> sweep;
 
     // The concrete options the planner chooses among, in preference order.
     std::vector<ResourceOption> options() const;

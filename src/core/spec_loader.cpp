@@ -19,6 +19,7 @@
 #include "core/resources_parser.hpp"
 #include "core/service_parser.hpp"
 #include "core/spec_parse_detail.hpp"
+#include "core/sweep_parser.hpp"
 #include "core/value_checks.hpp"
 #include "core/yaml_load.hpp"
 #include "core/yaml_walker.hpp"
@@ -89,6 +90,10 @@ public:
                 detail::parse_config_section(m_w, value, m_spec);
             } else if (k == "service") {
                 detail::parse_service_section(m_w, value, m_spec, m_options);
+            } else if (k == "sweep") {
+                detail::parse_sweep_section(m_w, value, m_spec);
+            } else if (k == "sweep_parallel") {
+                m_out.sweep_parallel = m_w.parsed<int>(value, k, parse_positive_int);
             }
         }
     }
@@ -205,6 +210,11 @@ void final_checks(TaskSpec& spec, const LoadOptions& options, std::vector<Diagno
         } else {
             spec.workdir = p.path;
         }
+    }
+    if (spec.sweep && spec.service) {
+        diags.push_back(
+            Diagnostic{spec.location_of("sweep"), "sweep",
+                       "a service runs replicas of one task, not a sweep; launch the sweep as a job"});
     }
     resolve_file_mounts(spec, options, diags);
 }

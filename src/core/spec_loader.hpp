@@ -31,6 +31,10 @@ struct SpecOverrides {
     std::vector<std::string> secrets; // same forms
     std::optional<std::string> gpus, cpus, memory, infra, name;
     std::optional<std::string> num_nodes;
+    // launch --sweep K=a,b (repeatable; together they replace the file's sweep), --num-jobs N (SkyPilot's:
+    // N elements without values) and --sweep-parallel N.
+    std::vector<std::string> sweep_axes;
+    std::optional<std::string> num_jobs, sweep_parallel;
 };
 
 struct LoadOptions {

@@ -1,5 +1,6 @@
 // Command-line overrides, as `sky launch` takes them: --env K=V, --env K (from the local environment),
-// --secret K[=V], --gpus, --cpus, --memory, --num-nodes, --infra, -n/--name. They win over the file.
+// --secret K[=V], --gpus, --cpus, --memory, --num-nodes, --infra, -n/--name, and tandem's --sweep,
+// --num-jobs, --sweep-parallel. They win over the file.
 
 #include <algorithm>
 #include <cctype>
@@ -78,6 +79,57 @@ template <typename F> void for_each_resources(TaskSpec& spec, F&& f) {
     }
 }
 
+// --sweep (repeatable: one grid, replacing the file's sweep) or --num-jobs, then the parallelism from
+// --sweep-parallel or the file's sweep_parallel.
+void apply_sweep(ParsedSpec& parsed, const SpecOverrides& o, std::vector<Diagnostic>& diags) {
+    TaskSpec& spec = parsed.spec;
+    if (!o.sweep_axes.empty() && o.num_jobs) {
+        diags.push_back(Diagnostic{flag("--num-jobs"), "sweep",
+                                   "--num-jobs and --sweep both say what the elements are; give one"});
+        return;
+    }
+    if (!o.sweep_axes.empty()) {
+        std::vector<SweepAxis> axes;
+        for (const auto& text : o.sweep_axes) {
+            auto axis = parse_sweep_axis(text);
+            if (!axis) {
+                diags.push_back(Diagnostic{flag("--sweep"), "sweep", axis.error()});
+                return;
+            }
+            axes.push_back(std::move(*axis));
+        }
+        auto grid = sweep_grid(axes);
+        if (!grid) {
+            diags.push_back(Diagnostic{flag("--sweep"), "sweep", grid.error()});
+            return;
+        }
+        spec.sweep = std::move(*grid);
+        spec.locations["sweep"] = flag("--sweep");
+    }
+    if (auto n = parse_flag<int>(o.num_jobs, "--num-jobs", "sweep", parse_positive_int, diags)) {
+        auto ranks = sweep_ranks(*n);
+        if (!ranks) {
+            diags.push_back(Diagnostic{flag("--num-jobs"), "sweep", ranks.error()});
+            return;
+        }
+        spec.sweep = std::move(*ranks);
+        spec.locations["sweep"] = flag("--num-jobs");
+    }
+    if (auto p = parse_flag<int>(o.sweep_parallel, "--sweep-parallel", "sweep_parallel", parse_positive_int,
+                                 diags)) {
+        parsed.sweep_parallel = *p;
+        spec.locations["sweep_parallel"] = flag("--sweep-parallel");
+    }
+    if (parsed.sweep_parallel) {
+        if (!spec.sweep) {
+            diags.push_back(Diagnostic{spec.location_of("sweep_parallel"), "sweep_parallel",
+                                       "limits a sweep, and the task has none (add sweep: or --sweep)"});
+            return;
+        }
+        spec.sweep->parallel = *parsed.sweep_parallel;
+    }
+}
+
 } // namespace
 
 bool valid_env_name(std::string_view name) {
@@ -123,6 +175,7 @@ void apply_overrides(ParsedSpec& parsed, const SpecOverrides& o, const LoadOptio
         for_each_resources(spec, [&](Resources& r) { r.infra = *pin; });
         spec.locations["resources.infra"] = flag("--infra");
     }
+    apply_sweep(parsed, o, diags);
 }
 
 void resolve_pending(ParsedSpec& parsed, std::vector<Diagnostic>& diags) {

@@ -23,6 +23,7 @@ struct ParsedSpec {
     TaskSpec spec;
     PendingValues envs;
     PendingValues secrets;
+    std::optional<int> sweep_parallel; // `sweep_parallel:`, put into the sweep once overrides are in
 };
 
 bool valid_env_name(std::string_view name);

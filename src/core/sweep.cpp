@@ -1,9 +1,11 @@
 #include "core/sweep.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <set>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "core/spec_parse_detail.hpp"
 
@@ -18,7 +20,8 @@ tl::unexpected<std::string> refuse(std::string message) {
 // Why `key` cannot name a sweep value, or empty.
 std::string key_problem(const std::string& key) {
     if (!detail::valid_env_name(key)) {
-        return fmt::format("'{}' is not a variable name (letters, digits and _, not starting with a digit)", key);
+        return fmt::format("'{}' is not a variable name (letters, digits and _, not starting with a digit)",
+                           key);
     }
     for (std::string_view own : {"TANDEM_", "SKYPILOT_"}) {
         if (key.rfind(own, 0) == 0) {
@@ -30,7 +33,8 @@ std::string key_problem(const std::string& key) {
 
 std::string value_problem(const std::string& key, const std::string& value) {
     if (value.size() > k_max_sweep_value_bytes) {
-        return fmt::format("{}: a value of {} bytes (at most {})", key, value.size(), k_max_sweep_value_bytes);
+        return fmt::format("{}: a value of {} bytes (at most {})", key, value.size(),
+                           k_max_sweep_value_bytes);
     }
     if (value.find('\0') != std::string::npos) {
         return fmt::format("{}: a value holds a NUL byte", key);
@@ -122,9 +126,10 @@ sweep_elements(const std::vector<std::vector<std::pair<std::string, std::string>
         for (const auto& [key, value] : elements[i]) {
             const auto it = std::find(out.keys.begin(), out.keys.end(), key);
             if (it == out.keys.end()) {
-                return refuse(fmt::format("element {}: {} is not set by element 0 (every element sets the same "
-                                          "keys)",
-                                          i, key));
+                return refuse(
+                    fmt::format("element {}: {} is not set by element 0 (every element sets the same "
+                                "keys)",
+                                i, key));
             }
             const auto k = static_cast<std::size_t>(it - out.keys.begin());
             if (set[k]) {
@@ -236,6 +241,212 @@ std::string sweep_element_label(const Sweep& sweep, std::size_t index) {
         out += (out.empty() ? "" : " ") + sweep.keys[k] + "=" + v;
     }
     return out;
+}
+
+namespace {
+
+constexpr std::pair<JobState, char> k_letters[] = {
+    {JobState::pending, 'P'},   {JobState::starting, 'T'}, {JobState::running, 'R'},
+    {JobState::succeeded, 'S'}, {JobState::failed, 'F'},   {JobState::cancelled, 'C'},
+    {JobState::unknown, 'U'},
+};
+
+} // namespace
+
+std::string format_element_states(const std::vector<ElementState>& elements) {
+    std::string out;
+    out.reserve(elements.size() * 3);
+    for (const auto& e : elements) {
+        if (!out.empty()) {
+            out += ',';
+        }
+        for (const auto& [state, letter] : k_letters) {
+            if (state == e.state) {
+                out += letter;
+            }
+        }
+        if (e.exit_code) {
+            out += std::to_string(*e.exit_code);
+        }
+    }
+    return out;
+}
+
+std::optional<std::vector<ElementState>> parse_element_states(std::string_view text) {
+    std::vector<ElementState> out;
+    if (text.empty()) {
+        return out;
+    }
+    std::size_t at = 0;
+    while (at <= text.size()) {
+        if (out.size() >= k_max_sweep_elements) {
+            return std::nullopt;
+        }
+        const auto comma = std::min(text.find(',', at), text.size());
+        const auto item = text.substr(at, comma - at);
+        if (item.empty()) {
+            return std::nullopt;
+        }
+        ElementState e;
+        bool known = false;
+        for (const auto& [state, letter] : k_letters) {
+            if (letter == item[0]) {
+                e.state = state;
+                known = true;
+            }
+        }
+        if (!known) {
+            return std::nullopt;
+        }
+        if (item.size() > 1) {
+            int code = 0;
+            const auto digits = item.substr(1);
+            const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), code);
+            if (ec != std::errc() || end != digits.data() + digits.size()) {
+                return std::nullopt;
+            }
+            e.exit_code = code;
+        }
+        out.push_back(e);
+        at = comma + 1;
+    }
+    return out;
+}
+
+SweepOutcome sweep_outcome(const std::vector<ElementState>& elements) {
+    SweepOutcome out;
+    if (elements.empty()) {
+        return out;
+    }
+    // Counted in the order a reader wants them: what is done, then what is still going.
+    constexpr JobState order[] = {JobState::succeeded, JobState::failed,   JobState::cancelled,
+                                  JobState::running,   JobState::starting, JobState::pending,
+                                  JobState::unknown};
+    std::size_t counts[std::size(order)] = {};
+    for (const auto& e : elements) {
+        for (std::size_t i = 0; i < std::size(order); ++i) {
+            counts[i] += e.state == order[i] ? 1 : 0;
+        }
+    }
+    auto count = [&](JobState s) {
+        for (std::size_t i = 0; i < std::size(order); ++i) {
+            if (order[i] == s) {
+                return counts[i];
+            }
+        }
+        return std::size_t{0};
+    };
+    out.reason = fmt::format("{} element{}:", elements.size(), elements.size() == 1 ? "" : "s");
+    const char* sep = " ";
+    for (std::size_t i = 0; i < std::size(order); ++i) {
+        if (counts[i] > 0) {
+            out.reason += fmt::format("{}{} {}", sep, counts[i], to_string(order[i]));
+            sep = ", ";
+        }
+    }
+    if (count(JobState::running) + count(JobState::starting) > 0) {
+        out.state = JobState::running;
+    } else if (count(JobState::pending) > 0) {
+        out.state = JobState::pending;
+    } else if (count(JobState::unknown) > 0) {
+        out.state = JobState::unknown;
+    } else if (count(JobState::failed) > 0) {
+        out.state = JobState::failed;
+    } else if (count(JobState::cancelled) > 0) {
+        out.state = JobState::cancelled;
+    } else {
+        out.state = JobState::succeeded;
+        out.exit_code = 0;
+    }
+    if (out.state == JobState::failed) {
+        for (const auto& e : elements) {
+            if (e.state == JobState::failed) {
+                out.exit_code = e.exit_code;
+                break;
+            }
+        }
+    }
+    return out;
+}
+
+std::string failed_elements_text(const Sweep& sweep, const std::vector<ElementState>& elements,
+                                 std::size_t limit) {
+    std::string out;
+    std::size_t named = 0, more = 0;
+    for (std::size_t i = 0; i < elements.size(); ++i) {
+        if (elements[i].state != JobState::failed) {
+            continue;
+        }
+        if (named == limit) {
+            ++more;
+            continue;
+        }
+        const auto label = sweep_element_label(sweep, i);
+        out += fmt::format("{}#{}{}{}: {}", out.empty() ? "" : "; ", i, label.rfind('#', 0) == 0 ? "" : " ",
+                           label.rfind('#', 0) == 0 ? "" : label,
+                           elements[i].exit_code ? fmt::format("exit code {}", *elements[i].exit_code)
+                                                 : std::string("failed"));
+        ++named;
+    }
+    if (more > 0) {
+        out += fmt::format("; and {} more", more);
+    }
+    return out;
+}
+
+nlohmann::json sweep_to_json(const Sweep& sweep) {
+    nlohmann::json j;
+    j["keys"] = sweep.keys;
+    j["elements"] = sweep.elements;
+    j["parallel"] = sweep.parallel;
+    return j;
+}
+
+std::optional<Sweep> sweep_from_json(const nlohmann::json& j) {
+    if (!j.is_object()) {
+        return std::nullopt;
+    }
+    const auto keys = j.find("keys"), elements = j.find("elements"), parallel = j.find("parallel");
+    if (keys == j.end() || !keys->is_array() || elements == j.end() || !elements->is_array() ||
+        elements->size() > k_max_sweep_elements || elements->empty()) {
+        return std::nullopt;
+    }
+    Sweep s;
+    for (const auto& k : *keys) {
+        if (!k.is_string()) {
+            return std::nullopt;
+        }
+        s.keys.push_back(k.get<std::string>());
+    }
+    for (const auto& row : *elements) {
+        if (!row.is_array() || row.size() != s.keys.size()) {
+            return std::nullopt;
+        }
+        std::vector<std::string> values;
+        for (const auto& v : row) {
+            if (!v.is_string()) {
+                return std::nullopt;
+            }
+            values.push_back(v.get<std::string>());
+        }
+        s.elements.push_back(std::move(values));
+    }
+    if (parallel != j.end() && parallel->is_number_integer()) {
+        s.parallel = std::max(0, parallel->get<int>());
+    }
+    return s;
+}
+
+std::optional<Sweep> sweep_of(const JobRecord& job) {
+    if (job.spec_json.find("\"sweep\"") == std::string::npos) {
+        return std::nullopt;
+    }
+    const auto spec = nlohmann::json::parse(job.spec_json, nullptr, false);
+    if (!spec.is_object()) {
+        return std::nullopt;
+    }
+    const auto it = spec.find("sweep");
+    return it == spec.end() ? std::nullopt : sweep_from_json(*it);
 }
 
 } // namespace tandem

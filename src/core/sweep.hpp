@@ -7,12 +7,17 @@
 // the keys' order (`--sweep lr=1,2 --sweep bs=8,16` is lr=1 bs=8, lr=1 bs=16, lr=2 bs=8, lr=2 bs=16).
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
 #include <tl/expected.hpp>
+
+#include "core/job.hpp"
+#include "core/job_state.hpp"
 
 namespace tandem {
 
@@ -54,5 +59,44 @@ std::vector<std::pair<std::string, std::string>> sweep_element_env(const Sweep& 
 // "lr=0.1 bs=16" for status and log prefixes; "#3" for an element without values. Values are shown as
 // one line, cut at 40 bytes ("...").
 std::string sweep_element_label(const Sweep& sweep, std::size_t index);
+
+// ---- Elements as a refresh sees them, and as the store keeps them ----
+
+// One element's state and exit code.
+struct ElementState {
+    JobState state = JobState::pending;
+    std::optional<int> exit_code;
+    bool operator==(const ElementState& o) const { return state == o.state && exit_code == o.exit_code; }
+};
+
+// The store's compact text: per element a letter (P pending, T starting, R running, S succeeded, F failed,
+// C cancelled, U unknown) and, when known, its exit code: "S0,R,F3,P". About three bytes an element.
+std::string format_element_states(const std::vector<ElementState>& elements);
+// nullopt when `text` is not that form or holds more than k_max_sweep_elements elements.
+std::optional<std::vector<ElementState>> parse_element_states(std::string_view text);
+
+// The sweep's one state from its elements: RUNNING while any runs (or starts), else PENDING while any
+// waits, else FAILED when any failed, else CANCELLED when any was cancelled, else SUCCEEDED; UNKNOWN for
+// none. Its exit code: the first failed element's (by index) or 0 when all succeeded.
+struct SweepOutcome {
+    JobState state = JobState::unknown;
+    std::optional<int> exit_code;
+    std::string reason; // "6 elements: 4 SUCCEEDED, 1 RUNNING, 1 FAILED"
+};
+SweepOutcome sweep_outcome(const std::vector<ElementState>& elements);
+
+// The failed elements named for `launch --wait` and status: "#2 lr=0.01 bs=16: exit code 3; #5 ...",
+// at most `limit` named, then "and N more".
+std::string failed_elements_text(const Sweep& sweep, const std::vector<ElementState>& elements,
+                                 std::size_t limit = 5);
+
+// The sweep as a stored spec keeps it ({"keys": [...], "elements": [[...]...], "parallel": P}) and back;
+// nullopt when `j` is not that (bounded as the loader bounds a sweep).
+nlohmann::json sweep_to_json(const Sweep& sweep);
+std::optional<Sweep> sweep_from_json(const nlohmann::json& j);
+
+// The sweep of a stored job (JobRecord::spec_json's "sweep"), or nullopt for any other job. Cheap for a
+// job without one: no JSON is parsed.
+std::optional<Sweep> sweep_of(const JobRecord& job);
 
 } // namespace tandem

@@ -235,6 +235,14 @@ TaskFileLoad load_task_text(std::string_view text, const std::string& file_name,
             continue;
         }
         TaskSpec spec = std::move(*member.spec);
+        if (spec.sweep) {
+            // Each member is one job with one set of addresses; a member of many elements has no one host.
+            diags.push_back(
+                Diagnostic{spec.location_of("sweep"), "sweep",
+                           "a task of a pipeline or job group cannot be a sweep; launch the sweep "
+                           "on its own"});
+            continue;
+        }
         if (!named) {
             if (group.kind == GroupKind::parallel) {
                 loader.walker().error(doc, "name", "every task of a job group needs a name");

@@ -22,8 +22,9 @@ constexpr std::string_view k_active_sql = "state NOT IN ('SUCCEEDED','FAILED','C
 // Column order shared by get() and list(); read_row() depends on it.
 constexpr std::string_view k_select_sql =
     "SELECT id, name, cluster, backend, remote_id, state, reason, exit_code, submitted_at, started_at, "
-    "ended_at, updated_at, spec_json, placement_json, gpus, num_nodes, parent_id, member, submit_token, recoveries "
-    "FROM jobs";
+    "ended_at, updated_at, spec_json, placement_json, gpus, num_nodes, parent_id, member, submit_token, "
+    "recoveries, "
+    "elements FROM jobs";
 
 // Fills `job` in place: list() reads thousands of rows, and building each one elsewhere then moving it
 // showed up in profiles.
@@ -56,6 +57,7 @@ Status read_row(const Stmt& row, JobRecord& job, const std::string& path) {
     job.member = row.text_at(17);
     job.submit_token = row.text_at(18);
     job.recoveries = row.text_at(19);
+    job.elements = row.text_at(20);
     return {};
 }
 
@@ -89,11 +91,11 @@ Result<std::int64_t> JobStore::insert(const JobRecord& job) {
 }
 
 Result<std::int64_t> JobStore::insert_row(const JobRecord& job) {
-    auto stmt =
-        prepare("INSERT INTO jobs(name, cluster, backend, remote_id, state, reason, exit_code, "
-                "submitted_at, started_at, ended_at, updated_at, spec_json, placement_json, gpus, "
-                "num_nodes, parent_id, member, submit_token, recoveries) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
-                "?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)");
+    auto stmt = prepare(
+        "INSERT INTO jobs(name, cluster, backend, remote_id, state, reason, exit_code, "
+        "submitted_at, started_at, ended_at, updated_at, spec_json, placement_json, gpus, "
+        "num_nodes, parent_id, member, submit_token, recoveries, elements) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+        "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)");
     if (!stmt) {
         return tl::unexpected(stmt.error());
     }
@@ -116,6 +118,7 @@ Result<std::int64_t> JobStore::insert_row(const JobRecord& job) {
     stmt->bind(17, job.member);
     stmt->bind(18, job.submit_token);
     stmt->bind(19, job.recoveries);
+    stmt->bind(20, job.elements);
     if (stmt->step() != SQLITE_DONE) {
         return tl::unexpected(sqlite_error(fmt::format("cannot insert job '{}'", job.name)));
     }
@@ -196,7 +199,8 @@ namespace {
 // state's age (`state_age_seconds`, "UNKNOWN (was RUNNING, 12s)") is shown in seconds anyway.
 constexpr std::int64_t k_reconfirm_seconds = 5;
 
-// `row` is (state, reason, exit_code, started_at, ended_at, updated_at, remote_id, recoveries) of the job.
+// `row` is (state, reason, exit_code, started_at, ended_at, updated_at, remote_id, recoveries, elements)
+// of the job.
 bool reconfirms(const Stmt& row, const JobUpdate& update, std::string_view expected_remote,
                 std::int64_t now) {
     const auto state = job_state_from_string(row.text_at(0));
@@ -207,6 +211,9 @@ bool reconfirms(const Stmt& row, const JobUpdate& update, std::string_view expec
         return false;
     }
     if (update.recoveries && row.text_at(7) != merge_recoveries(row.text_at(7), *update.recoveries)) {
+        return false;
+    }
+    if (update.elements && row.text_at(8) != *update.elements) {
         return false;
     }
     const auto exit_code = row.optional_int64_at(2);
@@ -238,16 +245,18 @@ JobStore::update_many(const std::vector<std::pair<std::int64_t, JobUpdate>>& upd
     }
     // started_at is the first time the job was seen running; later refreshes must not move it.
     // A terminal state is final: a refresh racing with a cancel (or another refresh) cannot rewrite it.
-    auto stmt = prepare("UPDATE jobs SET state = ?1, reason = ?2, exit_code = coalesce(?3, exit_code), "
-                        "started_at = coalesce(started_at, ?4), ended_at = coalesce(?5, ended_at), "
-                        "updated_at = ?6, recoveries = coalesce(?9, recoveries) WHERE id = ?7 AND (?8 = '' OR "
-                        "remote_id = ?8) "
-                        "AND state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')");
+    auto stmt =
+        prepare("UPDATE jobs SET state = ?1, reason = ?2, exit_code = coalesce(?3, exit_code), "
+                "started_at = coalesce(started_at, ?4), ended_at = coalesce(?5, ended_at), "
+                "updated_at = ?6, recoveries = coalesce(?9, recoveries), elements = coalesce(?10, elements) "
+                "WHERE id = ?7 AND (?8 = '' OR "
+                "remote_id = ?8) "
+                "AND state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')");
     if (!stmt) {
         return tl::unexpected(stmt.error());
     }
     auto current = prepare("SELECT state, reason, exit_code, started_at, ended_at, updated_at, remote_id, "
-                           "recoveries FROM jobs WHERE id = ?1");
+                           "recoveries, elements FROM jobs WHERE id = ?1");
     if (!current) {
         return tl::unexpected(current.error());
     }
@@ -284,6 +293,11 @@ JobStore::update_many(const std::vector<std::pair<std::int64_t, JobUpdate>>& upd
             stmt->bind(9, *recoveries);
         } else {
             stmt->bind(9, std::optional<std::int64_t>{});
+        }
+        if (update.elements) {
+            stmt->bind(10, *update.elements);
+        } else {
+            stmt->bind(10, std::optional<std::int64_t>{});
         }
         if (stmt->step() != SQLITE_DONE) {
             return tl::unexpected(sqlite_error(fmt::format("cannot update job {}", id)));

@@ -21,7 +21,7 @@ namespace tandem::store {
 class Stmt;     // sqlite_stmt.hpp, private to the store
 class WriteTxn; // sqlite_stmt.hpp
 
-inline constexpr int k_schema_version = 7;
+inline constexpr int k_schema_version = 8;
 
 struct JobFilter {
     bool active_only = false;                // only non-terminal jobs

@@ -71,12 +71,14 @@ constexpr std::array k_migrations{
         ALTER TABLE jobs ADD COLUMN parent_id INTEGER;
         ALTER TABLE jobs ADD COLUMN member TEXT NOT NULL DEFAULT '';
         CREATE INDEX IF NOT EXISTS jobs_parent ON jobs(parent_id);
-    )sql", "parent_id"},
+    )sql",
+              "parent_id"},
     // The token a launch hands its submit: finds the job again when the launch was killed before it stored
     // the remote id.
     Migration{4, R"sql(
         ALTER TABLE jobs ADD COLUMN submit_token TEXT NOT NULL DEFAULT '';
-    )sql", "submit_token"},
+    )sql",
+              "submit_token"},
     // Services (`tandem serve`): where each one runs, and the spec it was last given.
     Migration{5, R"sql(
         CREATE TABLE IF NOT EXISTS services(
@@ -96,7 +98,13 @@ constexpr std::array k_migrations{
     // Recovery (issue 32): how the job recovered so far, as its cluster records it (core/job_recovery.hpp).
     Migration{7, R"sql(
         ALTER TABLE jobs ADD COLUMN recoveries TEXT NOT NULL DEFAULT '';
-    )sql", "recoveries"},
+    )sql",
+              "recoveries"},
+    // Sweeps (issue 33): each element's state and exit code, compactly (core/sweep.hpp: "S0,R,F3,P").
+    Migration{8, R"sql(
+        ALTER TABLE jobs ADD COLUMN elements TEXT NOT NULL DEFAULT '';
+    )sql",
+              "elements"},
 };
 static_assert(k_migrations.back().version == k_schema_version, "every schema version needs its migration");
 

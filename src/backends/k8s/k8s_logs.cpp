@@ -20,6 +20,7 @@
 #include "backends/k8s/k8s_backend.hpp"
 #include "backends/k8s/labels.hpp"
 #include "backends/k8s/serve_manifests.hpp"
+#include "core/line_prefix.hpp"
 
 namespace tandem::k8s {
 
@@ -62,25 +63,17 @@ bool has_started(const json& pod) {
 class LinePrefixer {
 public:
     LinePrefixer(const LogSink& sink, std::mutex& mutex, std::string prefix)
-        : m_sink(sink), m_mutex(mutex), m_prefix(std::move(prefix)) {}
+        : m_sink(sink), m_mutex(mutex), m_plain(prefix.empty()), m_lines(std::move(prefix)) {}
 
     bool stopped() const { return m_stopped; }
 
     bool feed(std::string_view chunk) {
-        if (m_prefix.empty()) {
+        if (m_plain) {
             std::lock_guard lock(m_mutex);
             m_stopped = m_stopped || !m_sink(chunk);
             return !m_stopped;
         }
-        m_partial.append(chunk);
-        std::string out;
-        std::size_t start = 0;
-        for (auto nl = m_partial.find('\n'); nl != std::string::npos; nl = m_partial.find('\n', start)) {
-            out += m_prefix;
-            out.append(m_partial, start, nl + 1 - start);
-            start = nl + 1;
-        }
-        m_partial.erase(0, start);
+        const std::string out = m_lines.feed(chunk);
         if (out.empty()) {
             return true;
         }
@@ -92,11 +85,10 @@ public:
     // The last line of a stream that did not end with a newline, once (a rank's log is several streams,
     // one per attempt).
     bool finish() {
-        if (m_partial.empty()) {
+        const std::string line = m_lines.finish();
+        if (line.empty()) {
             return true;
         }
-        std::string line = m_prefix + m_partial + "\n";
-        m_partial.clear();
         std::lock_guard lock(m_mutex);
         return m_sink(line);
     }
@@ -104,8 +96,8 @@ public:
 private:
     const LogSink& m_sink;
     std::mutex& m_mutex;
-    std::string m_prefix;
-    std::string m_partial;
+    bool m_plain;
+    LinePrefix m_lines;
     bool m_stopped = false;
 };
 

@@ -11,7 +11,11 @@ namespace tandem::slurm {
 
 namespace {
 
+// A job array's element counts as its array's (a sweep is recorded by the array's id).
 std::string job_id_of(const nlohmann::json& job) {
+    if (const auto array = rest::number(job, "array_job_id"); array && *array > 0) {
+        return std::to_string(*array);
+    }
     const auto id = rest::number(job, "job_id");
     return id ? std::to_string(*id) : std::string();
 }

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "backends/slurm/hostlist.hpp"
+#include "backends/slurm/job_array.hpp"
 #include "backends/slurm/rest_json.hpp"
 #include "backends/slurm/submit_plan.hpp"
 
@@ -204,6 +205,9 @@ json submit_payload(const std::string& script, const SubmitPlan& plan, ApiVersio
         job["standard_output"] = plan.output_pattern;
         job["standard_error"] = plan.output_pattern;
     }
+    if (plan.sweep) { // what --array=0-(N-1)%P asks over sbatch
+        job["array"] = array_range(*plan.sweep);
+    }
     if (plan.recovery) { // what --requeue and --open-mode=append ask over sbatch
         job["requeue"] = true;
         job["open_mode"] = is_v38(version) ? json("append") : json::array({"APPEND"});
@@ -239,6 +243,30 @@ Result<std::string> parse_submit_response(const json& body, ApiVersion version) 
     });
 }
 
+namespace {
+
+// A job array's element (a sweep, issue 33) is a job of its own to slurmrestd, with the array's id and
+// its index beside its own id; the elements not yet started are one job holding the array's pending
+// indexes ("2-5%2"). SlurmJob names them by the array's id, as squeue does ("123_4").
+void read_array(std::optional<std::int64_t> array_id, std::optional<std::int64_t> task,
+                const std::string& pending, SlurmJob& job) {
+    if (!array_id || *array_id <= 0) {
+        return;
+    }
+    if (task && *task >= 0 && *task < static_cast<std::int64_t>(k_max_sweep_elements) * 100) {
+        job.job_id = std::to_string(*array_id);
+        job.array_task = static_cast<int>(*task);
+    } else if (!pending.empty()) {
+        SlurmJob shaped;
+        if (read_slurm_job_id(fmt::format("{}_[{}]", *array_id, pending), shaped)) {
+            job.job_id = shaped.job_id;
+            job.array_pending = shaped.array_pending;
+        }
+    }
+}
+
+} // namespace
+
 Result<std::vector<SlurmJob>> parse_jobs(const json& body, ApiVersion version) {
     return rest::guarded(what(version, "jobs response"), [&]() {
         return rest::each<SlurmJob>(body, "jobs", [](const json& j) -> Result<SlurmJob> {
@@ -261,6 +289,8 @@ Result<std::vector<SlurmJob>> parse_jobs(const json& body, ApiVersion version) {
                 rest::number(rest::at_path(j, {"node_count"})).value_or(0), 0, 1'000'000));
             job.restarts = static_cast<int>(
                 std::clamp<std::int64_t>(rest::number(j, "restart_cnt").value_or(0), 0, 1'000'000));
+            read_array(rest::number(j, "array_job_id"), rest::number(j, "array_task_id"),
+                       rest::text(j, "array_task_string"), job);
             return job;
         });
     });
@@ -285,6 +315,9 @@ Result<std::vector<SlurmJob>> parse_db_jobs(const json& body, ApiVersion version
             job.end_time = rest::timestamp(rest::at_path(j, {"time"}), "end");
             job.nodes = rest::db_nodes(j);
             job.comment = rest::text(rest::at_path(j, {"comment"}), "job");
+            const auto& array = rest::at_path(j, {"array"});
+            read_array(rest::number(array, "job_id"), rest::number(array, "task_id"),
+                       rest::text(array, "task"), job);
             return job;
         });
     });

@@ -134,6 +134,9 @@ bool is_job_field(std::string_view key) {
                                                   "user_name",
                                                   "node_count",
                                                   "restart_cnt",
+                                                  "array_job_id",
+                                                  "array_task_id",
+                                                  "array_task_string",
                                                   "submit_time",
                                                   "eligible_time",
                                                   "last_sched_evaluation"};

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/slurm/job_array.hpp"
 #include "backends/slurm/script_quoting.hpp"
 #include "backends/slurm/submit_plan.hpp"
 #include "backends/upload/mount_script.hpp"
@@ -116,6 +117,10 @@ Result<std::string> directives(const SubmitPlan& plan) {
     optional("--chdir", plan.working_directory);
 
     std::string out;
+    if (plan.sweep) {
+        // One array task per element, at most `parallel` at once (sbatch's %).
+        out += fmt::format("#SBATCH --array={}\n", array_range(*plan.sweep));
+    }
     if (plan.recovery) {
         // resources.job_recovery: a node failure or preemption requeues the job (as JobRequeue and the
         // partition allow), and every attempt's output is kept in the one file.
@@ -155,6 +160,32 @@ Result<std::string> exports(const TaskSpec& spec, const SubmitPlan& plan) {
         }
         out += fmt::format("export {}={}\n", name, shell_quote(value));
     }
+    return out;
+}
+
+// A sweep: the element's values by its index in the array (values single-quoted, never on sbatch's
+// command line), and what every element sees of the sweep.
+Result<std::string> sweep_block(const Sweep& sweep) {
+    std::string out = fmt::format(
+        "# The sweep: {} elements, one per array task; this one's values by its index.\n", sweep.size());
+    if (!sweep.keys.empty()) {
+        out += "case \"${SLURM_ARRAY_TASK_ID:-0}\" in\n";
+        for (std::size_t i = 0; i < sweep.size(); ++i) {
+            out += fmt::format("{}) export", i);
+            for (std::size_t k = 0; k < sweep.keys.size(); ++k) {
+                const auto& value = sweep.elements[i][k];
+                if (!is_shell_name(sweep.keys[k]) || has_nul(value)) {
+                    return refuse(fmt::format("sweep: element {} cannot be written in a batch script", i));
+                }
+                out += fmt::format(" {}={}", sweep.keys[k], shell_quote(value));
+            }
+            out += " ;;\n";
+        }
+        out += "esac\n";
+    }
+    out += fmt::format("export TANDEM_SWEEP_INDEX=\"${{SLURM_ARRAY_TASK_ID:-0}}\" TANDEM_SWEEP_SIZE={0}\n"
+                       "export SKYPILOT_JOB_RANK=\"$TANDEM_SWEEP_INDEX\" SKYPILOT_NUM_JOBS={0}\n",
+                       sweep.size());
     return out;
 }
 
@@ -296,6 +327,13 @@ Result<std::string> render_sbatch_script(const TaskSpec& spec, const SubmitPlan&
     if (!env->empty()) {
         s += "# The task's environment. Secrets are not written here: they come in the job's environment.\n";
         s += *env + "\n";
+    }
+    if (plan.sweep) {
+        auto block = sweep_block(*plan.sweep);
+        if (!block) {
+            return tl::unexpected(block.error());
+        }
+        s += *block + "\n";
     }
     s += "# The same variables on every backend; the node rank is set on each node below.\n";
     s += fmt::format("export TANDEM_JOB_ID={0} TANDEM_JOB_NAME={1} SKYPILOT_TASK_ID={2}\n",

@@ -11,10 +11,12 @@
 
 #include "backends/inventory_cache.hpp"
 #include "backends/slurm/group_channel.hpp"
+#include "backends/slurm/job_array.hpp"
 #include "backends/slurm/slurm_exec.hpp"
 #include "backends/slurm/slurm_inventory.hpp"
 #include "backends/slurm/submit_plan.hpp"
 #include "core/identity.hpp"
+#include "core/line_prefix.hpp"
 
 namespace tandem::slurm {
 
@@ -79,7 +81,7 @@ Result<SubmitPlan> SlurmBackend::plan_on_partition(const TaskSpec& spec, const P
         return tl::unexpected(h.error());
     }
     plan->working_directory = *h;
-    plan->output_pattern = output_pattern(*h, plan->submit_token);
+    plan->output_pattern = output_pattern(*h, plan->submit_token, plan->sweep.has_value());
     return plan;
 }
 
@@ -88,15 +90,19 @@ tl::unexpected<Error> SlurmBackend::in_cluster(Error e) const {
     return tl::unexpected(std::move(e));
 }
 
-std::string SlurmBackend::output_pattern(const std::string& home, const std::string& token) {
-    return fmt::format("{}/{}-%j.out", home, token); // tandem-<hex>-<id>
+std::string SlurmBackend::output_pattern(const std::string& home, const std::string& token, bool array) {
+    // tandem-<hex>-<id>; an array's elements tandem-<hex>-<array id>_<index> (%j would be each
+    // element's own job id).
+    return fmt::format("{}/{}-{}.out", home, token, array ? "%A_%a" : "%j");
 }
 
 void SlurmBackend::remember_output(std::int64_t job_id, const std::string& pattern,
                                    const std::string& slurm_id) const {
     std::string path = pattern;
-    if (auto at = path.find("%j"); at != std::string::npos) {
-        path.replace(at, 2, slurm_id);
+    for (const char* id : {"%j", "%A"}) { // an array's keeps its %a: the element's index (element_output)
+        if (auto at = path.find(id); at != std::string::npos) {
+            path.replace(at, 2, slurm_id);
+        }
     }
     const std::string dir = fmt::format("{}/{}", m_jobs_dir, job_id);
     std::error_code ec;
@@ -124,7 +130,7 @@ Result<std::optional<std::string>> SlurmBackend::find_submitted(const JobRecord&
     auto found = find_by_token(token);
     if (found && *found) {
         if (auto h = home()) {
-            remember_output(job.id, output_pattern(*h, token), **found);
+            remember_output(job.id, output_pattern(*h, token, sweep_of(job).has_value()), **found);
         }
     }
     return found;
@@ -198,6 +204,70 @@ Capabilities SlurmBackend::capabilities() {
     c.group_addresses = this;
     c.discovery = this;
     return c;
+}
+
+Status SlurmBackend::sweep_logs(const JobRecord& job, const Sweep& sweep, const LogOptions& options,
+                                const LogSink& sink, const OutputStream& stream) {
+    std::vector<std::size_t> which;
+    if (options.element) {
+        if (*options.element < 0 || static_cast<std::size_t>(*options.element) >= sweep.size()) {
+            return fail(ErrorKind::usage, fmt::format("job {} has elements 0-{}; there is no element {}",
+                                                      job.id, sweep.size() - 1, *options.element));
+        }
+        which.push_back(static_cast<std::size_t>(*options.element));
+    } else {
+        for (std::size_t i = 0; i < sweep.size(); ++i) {
+            which.push_back(i);
+        }
+    }
+    const std::string pattern = output_path(job);
+    bool reader_gone = false;
+    for (const std::size_t i : which) {
+        LinePrefix prefix(options.element ? std::string() : "[" + sweep_element_label(sweep, i) + "] ");
+        const LogSink labelled = [&](std::string_view chunk) {
+            const auto out = prefix.feed(chunk);
+            reader_gone = reader_gone || (!out.empty() && !sink(out));
+            return !reader_gone;
+        };
+        const std::string path = element_output(pattern, i);
+        auto element_state = [&]() -> Result<std::optional<ElementState>> {
+            auto updates = refresh({job});
+            if (!updates) {
+                return tl::unexpected(updates.error());
+            }
+            const auto& u = updates->front();
+            const auto states = parse_element_states(u.elements.value_or(std::string()));
+            if (!states || i >= states->size()) {
+                return std::optional<ElementState>{}; // Slurm has no record left: nothing to wait for
+            }
+            return std::optional<ElementState>((*states)[i]);
+        };
+        Status step;
+        if (options.follow) {
+            step = stream(path, options, labelled, [&]() -> Result<bool> {
+                auto state = element_state();
+                if (!state) {
+                    return tl::unexpected(state.error());
+                }
+                return !*state || is_terminal((*state)->state) || (*state)->state == JobState::unknown;
+            });
+        } else {
+            step = stream(path, options, labelled, [] { return Result<bool>(true); });
+            if (!step && step.error().kind == ErrorKind::not_found && !options.element) {
+                step = {}; // not started yet, or never: nothing to show for it
+            }
+        }
+        if (!step) {
+            return step;
+        }
+        if (const auto rest = prefix.finish(); !rest.empty() && !reader_gone) {
+            reader_gone = !sink(rest);
+        }
+        if (reader_gone) {
+            break;
+        }
+    }
+    return {};
 }
 
 } // namespace tandem::slurm

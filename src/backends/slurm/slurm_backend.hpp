@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,11 +68,22 @@ protected:
                                          const JobIdentity& identity, std::chrono::seconds max_age);
 
     // HOME/<token>-%j.out, the pattern Slurm writes a job's output to.
-    static std::string output_pattern(const std::string& home, const std::string& token);
+    static std::string output_pattern(const std::string& home, const std::string& token, bool array);
     // `e` with this cluster's name before its message ("cluster gpu: ...").
     tl::unexpected<Error> in_cluster(Error e) const;
     // Keeps the expanded output path of tandem job `job_id`, now Slurm job `slurm_id`.
     void remember_output(std::int64_t job_id, const std::string& pattern, const std::string& slurm_id) const;
+
+    // How a transport streams one output file (`ended`: whether to stop following); logs() of a sweep reads
+    // each element's through it.
+    using OutputStream =
+        std::function<Status(const std::string& path, const LogOptions& options, const LogSink& sink,
+                             const std::function<Result<bool>()>& ended)>;
+    // logs() of a sweep: each element's output file in index order, every line labelled with the element's
+    // values (`--element K`: that one, unlabelled). Following goes through the elements in order, each
+    // until it has ended; an element that never ran (cancelled while pending) has no file and is passed over.
+    Status sweep_logs(const JobRecord& job, const Sweep& sweep, const LogOptions& options,
+                      const LogSink& sink, const OutputStream& stream);
 
     // The caller's jobs as discovery just listed them (every state slurmctld holds): the refresh right
     // after it in the same invocation reads them instead of asking again (one list call per status).

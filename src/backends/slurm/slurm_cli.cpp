@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "backends/slurm/hostlist.hpp"
+#include "backends/slurm/job_array.hpp"
 #include "backends/slurm/script_quoting.hpp"
 #include "backends/slurm/submit_plan.hpp"
 #include "core/quantity.hpp"
@@ -20,14 +21,17 @@ namespace {
 
 const std::string k_sep_text(1, k_sep);
 
-// squeue -O fields; `:0` asks for the whole value, the suffix is the separator. Name is last.
-constexpr std::string_view k_squeue_fields[] = {"JobID",   "State",    "Reason",  "exit_code", "StartTime",
-                                                "EndTime", "NodeList", "Comment", "Name"};
+// squeue -O fields; `:0` asks for the whole value, the suffix is the separator. Name is last. The id is
+// JobArrayID: a job's id, and an array element's "<array id>_<index>" on 22.05 and 24.11 alike (JobID
+// prints each element's own number there).
+constexpr std::string_view k_squeue_fields[] = {"JobArrayID", "State",    "Reason",  "exit_code", "StartTime",
+                                                "EndTime",    "NodeList", "Comment", "Name"};
 // Discovery: the comment, free text anyone who can submit may write, comes last.
-constexpr std::string_view k_discover_fields[] = {"JobID",    "State",    "Reason",     "exit_code",
-                                                  "StartTime", "EndTime", "NodeList",   "UserName",
+constexpr std::string_view k_discover_fields[] = {"JobArrayID", "State",    "Reason",   "exit_code",
+                                                  "StartTime",  "EndTime",  "NodeList", "UserName",
                                                   "SubmitTime", "NumNodes", "Comment"};
-constexpr std::string_view k_sacct_fields = "JobIDRaw,State,ExitCode,Start,End,NodeList,Reason,Comment";
+// JobID, not JobIDRaw: an array element is "123_4" (its raw id is a number of its own).
+constexpr std::string_view k_sacct_fields = "JobID,State,ExitCode,Start,End,NodeList,Reason,Comment";
 constexpr std::string_view k_node_fields[] = {"NodeHost", "StateLong", "CPUs",     "CPUsState",
                                               "Memory",   "Gres",      "GresUsed", "Partition"};
 constexpr std::string_view k_partition_fields[] = {"Partition", "Available", "Time", "NodeList", "DefaultTime"};
@@ -191,13 +195,14 @@ std::string squeue_command(const std::vector<std::string>& job_ids) {
     for (const auto& id : job_ids) {
         ids += (ids.empty() ? "" : ",") + id;
     }
-    return command_line({"env", "SLURM_TIME_FORMAT=%s", "squeue", "--noheader", "--states=all",
+    // --array: one line per element of a job array (a sweep), pending ones too.
+    return command_line({"env", "SLURM_TIME_FORMAT=%s", "squeue", "--noheader", "--states=all", "--array",
                          "--jobs=" + ids, "--Format=" + format_option(k_squeue_fields)});
 }
 
 std::string squeue_comments_command() {
-    return command_line(
-        {"squeue", "--noheader", "--states=all", "--me", "--Format=JobID:0" + k_sep_text + ",Comment:0"});
+    return command_line({"squeue", "--noheader", "--states=all", "--me",
+                         "--Format=JobArrayID:0" + k_sep_text + ",Comment:0"});
 }
 
 std::string discover_command(bool all_users) {
@@ -289,8 +294,7 @@ Result<std::vector<SlurmJob>> parse_squeue(std::string_view out) {
             return unexpected_line("squeue", line, fmt::format("expected {} fields", n));
         }
         SlurmJob j;
-        j.job_id = (*f)[0];
-        if (!all_digits(j.job_id)) {
+        if (!read_slurm_job_id((*f)[0], j)) {
             return unexpected_line("squeue", line, "the job id is not a number");
         }
         j.state = (*f)[1];
@@ -335,9 +339,8 @@ Result<SlurmListing> parse_discover(std::string_view out) {
         // counted and skipped, never a reason to show nothing.
         auto f = split_fields(line, n, k_sep);
         SlurmJob j;
-        bool ok = f && all_digits((*f)[0]) && is_state_word((*f)[1]);
+        bool ok = f && read_slurm_job_id((*f)[0], j) && is_state_word((*f)[1]);
         if (ok) {
-            j.job_id = (*f)[0];
             j.state = (*f)[1];
             j.state_reason = (*f)[2];
             auto start = parse_time((*f)[4]);
@@ -368,8 +371,9 @@ Result<SlurmListing> parse_discover(std::string_view out) {
 std::optional<std::string> find_comment(std::string_view out, std::string_view token) {
     for (const auto line : lines_of(out)) {
         auto f = split_fields(line, 2, k_sep);
-        if (f && comment_has_token((*f)[1], token) && all_digits((*f)[0])) {
-            return (*f)[0];
+        SlurmJob j;
+        if (f && comment_has_token((*f)[1], token) && read_slurm_job_id((*f)[0], j)) {
+            return j.job_id; // an array's id, for any of its elements
         }
     }
     return std::nullopt;
@@ -383,8 +387,7 @@ Result<std::vector<SlurmJob>> parse_sacct(std::string_view out) {
             return unexpected_line("sacct", line, "expected 8 fields");
         }
         SlurmJob j;
-        j.job_id = (*f)[0];
-        if (!all_digits(j.job_id)) {
+        if (!read_slurm_job_id((*f)[0], j)) {
             return unexpected_line("sacct", line, "the job id is not a number");
         }
         // "CANCELLED by 1001": the base state is the first word.
@@ -418,6 +421,27 @@ Result<std::vector<SlurmJob>> parse_sacct(std::string_view out) {
         jobs.push_back(std::move(j));
     }
     return jobs;
+}
+
+std::optional<int> parse_max_array_size(std::string_view out) {
+    for (const auto line : lines_of(out)) {
+        constexpr std::string_view key = "MaxArraySize";
+        if (line.substr(0, key.size()) != key) {
+            continue;
+        }
+        auto rest = line.substr(key.size());
+        const auto eq = rest.find('=');
+        if (eq == std::string_view::npos ||
+            rest.substr(0, eq).find_first_not_of(' ') != std::string_view::npos) {
+            continue;
+        }
+        rest = rest.substr(eq + 1);
+        rest.remove_prefix(std::min(rest.find_first_not_of(' '), rest.size()));
+        if (auto v = to_int(rest); v && *v >= 0 && *v <= 4'000'001) {
+            return static_cast<int>(*v);
+        }
+    }
+    return std::nullopt;
 }
 
 Result<std::optional<int>> parse_limit_minutes(std::string_view text) {

@@ -63,6 +63,9 @@ Result<std::vector<SlurmJob>> parse_squeue(std::string_view out);
 std::optional<std::string> find_comment(std::string_view out, std::string_view token);
 // Lines of sacct_command.
 Result<std::vector<SlurmJob>> parse_sacct(std::string_view out);
+// MaxArraySize from `scontrol show config` ("MaxArraySize            = 1001"); nullopt when not there.
+// A job array's indexes must be below it.
+std::optional<int> parse_max_array_size(std::string_view out);
 // Both halves of sinfo_command's output.
 struct SinfoView {
     std::vector<SlurmNode> nodes;

@@ -53,6 +53,9 @@ struct SubmitPlan {
     // resources.job_recovery (not `none`): --requeue on node failure, user-code failures run again inside
     // the allocation (sbatch_script.hpp).
     std::optional<JobRecovery> recovery;
+    // A sweep (core/sweep.hpp): one job array, --array=0-(N-1)[%P], each element's values chosen in the
+    // script by SLURM_ARRAY_TASK_ID; the output pattern then names each element's file (%A_%a).
+    std::optional<Sweep> sweep;
 };
 
 struct SlurmJob {
@@ -72,6 +75,11 @@ struct SlurmJob {
     int node_count = 0;                               // 0: not reported
     int restarts = 0;                                 // Slurm's requeue count (REST restart_cnt; 0 over SSH)
     std::string standard_output;                      // the resolved output path when Slurm reports it
+    // A job array's element (a sweep, issue 33): job_id is the array's id ("123" of "123_4") and
+    // array_task the element's index. array_pending: the elements not yet started, when Slurm lists them
+    // as one line ("0-5%2" of "123_[0-5%2]"). Neither: not an array.
+    std::optional<int> array_task;
+    std::string array_pending;
 };
 
 // What discovery (issue 31) reads from one list call: who the caller is, the caller's jobs, and (asked

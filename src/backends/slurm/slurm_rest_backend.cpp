@@ -437,15 +437,26 @@ Status SlurmRestBackend::cancel(const JobRecord& job) {
 }
 
 Status SlurmRestBackend::logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) {
-    const std::string file = output_path(job);
+    if (auto sweep = sweep_of(job)) {
+        return sweep_logs(job, *sweep, options, sink,
+                          [&](const std::string& path, const LogOptions& o, const LogSink& out,
+                              const std::function<Result<bool>()>& ended) {
+                              return stream_output(job, path, o, out, ended);
+                          });
+    }
     // Following asks slurmrestd whether the job ended at most every half second.
-    auto ended = [&] {
+    return stream_output(job, output_path(job), options, sink, [&]() -> Result<bool> {
         auto updates = refresh({job});
         return updates && is_terminal(updates->front().state);
-    };
+    });
+}
+
+Status SlurmRestBackend::stream_output(const JobRecord& job, const std::string& file,
+                                       const LogOptions& options, const LogSink& sink,
+                                       const std::function<Result<bool>()>& ended) {
     if (m_files) { // ssh: read the file over SFTP
         return stream_remote_log(*m_files, RemoteLogTarget{m_cluster, job.id, file, job.num_nodes}, options,
-                                 sink, [&]() -> Result<bool> { return ended(); });
+                                 sink, ended);
     }
     std::error_code ec;
     const bool visible = std::filesystem::exists(std::filesystem::path(file).parent_path(), ec);
@@ -460,7 +471,11 @@ Status SlurmRestBackend::logs(const JobRecord& job, const LogOptions& options, c
     // Every node's lines are in the one file, labelled with the rank (srun --label).
     RankOutput shown(job.num_nodes, options.node);
     auto status = backends::stream_file(
-        file, options, [&](std::string_view chunk) { return sink(shown.feed(chunk)); }, ended,
+        file, options, [&](std::string_view chunk) { return sink(shown.feed(chunk)); },
+        [&] {
+            auto over = ended();
+            return over && *over;
+        },
         std::chrono::milliseconds(500));
     if (status) {
         sink(shown.finish());

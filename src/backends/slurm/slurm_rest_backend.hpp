@@ -77,6 +77,11 @@ private:
     void store_snapshot(std::int64_t sent_at, const nlohmann::json& answer,
                         const std::vector<std::string>& ids);
     Result<std::optional<SlurmJob>> accounting_job(const std::string& slurm_id);
+    // Every accounting row of `slurm_id`: the job, or each element of the array of that id.
+    Result<std::vector<SlurmJob>> accounting_rows(const std::string& slurm_id);
+    // One output file, over the cluster's ssh: when it has one, else from this machine's filesystem.
+    Status stream_output(const JobRecord& job, const std::string& file, const LogOptions& options,
+                         const LogSink& sink, const std::function<Result<bool>()>& ended);
 
     std::string m_cache_file;
     std::string m_jobs_snapshot_file;

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/slurm/job_array.hpp"
 #include "backends/slurm/jobs_skim.hpp"
 #include "backends/slurm/jobs_snapshot.hpp"
 #include "backends/slurm/rest_api.hpp"
@@ -77,13 +78,26 @@ Result<SlurmListing> SlurmRestBackend::listing(bool all_users) {
 }
 
 Result<std::optional<SlurmJob>> SlurmRestBackend::accounting_job(const std::string& slurm_id) {
+    auto rows = accounting_rows(slurm_id);
+    if (!rows) {
+        return tl::unexpected(rows.error());
+    }
+    for (const auto& j : *rows) {
+        if (j.job_id == slurm_id && !j.array_task && j.array_pending.empty()) {
+            return std::optional<SlurmJob>{j};
+        }
+    }
+    return std::optional<SlurmJob>{};
+}
+
+Result<std::vector<SlurmJob>> SlurmRestBackend::accounting_rows(const std::string& slurm_id) {
     if (!m_api->accounting) {
-        return std::optional<SlurmJob>{};
+        return std::vector<SlurmJob>{};
     }
     auto body = call("GET", path("slurmdb", "/job/" + slurm_id), "", true);
     if (!body) {
         if (body.error().kind == ErrorKind::not_found) {
-            return std::optional<SlurmJob>{};
+            return std::vector<SlurmJob>{};
         }
         return tl::unexpected(body.error());
     }
@@ -91,23 +105,47 @@ Result<std::optional<SlurmJob>> SlurmRestBackend::accounting_job(const std::stri
     if (!jobs) {
         return tl::unexpected(jobs.error());
     }
-    for (const auto& j : *jobs) {
-        if (j.job_id == slurm_id) {
-            return std::optional<SlurmJob>{j};
+    std::vector<SlurmJob> out;
+    for (auto& j : *jobs) {
+        if (j.job_id == slurm_id) { // the job, or an element of the array of that id
+            out.push_back(std::move(j));
         }
     }
-    return std::optional<SlurmJob>{};
+    return out;
 }
 
 Result<std::vector<JobUpdate>> SlurmRestBackend::updates_from(const std::vector<SlurmJob>& listed,
                                                               const std::vector<JobRecord>& jobs) {
+    // A job's entry by its id; a job array's (a sweep's) element entries by the array's id.
     std::map<std::string, const SlurmJob*> by_id;
+    std::map<std::string, std::vector<SlurmJob>> array_lines;
     for (const auto& j : listed) {
-        by_id[j.job_id] = &j;
+        if (j.array_task || !j.array_pending.empty()) {
+            array_lines[j.job_id].push_back(j);
+        } else {
+            by_id[j.job_id] = &j;
+        }
     }
     std::vector<JobUpdate> out;
     out.reserve(jobs.size());
     for (const auto& job : jobs) {
+        if (const auto sweep = sweep_of(job)) {
+            auto& lines = array_lines[job.remote_id];
+            if (!lists_every_element(lines, *sweep)) { // some elements left slurmctld: accounting has them
+                auto accounted = accounting_rows(job.remote_id);
+                if (!accounted) {
+                    return tl::unexpected(accounted.error());
+                }
+                lines.insert(lines.end(), accounted->begin(), accounted->end());
+            }
+            std::vector<const SlurmJob*> seen;
+            for (const auto& line : lines) {
+                seen.push_back(&line);
+            }
+            out.push_back(array_update(*sweep, seen, job.elements,
+                                       left_slurmctld(job.remote_id, m_api->accounting).reason));
+            continue;
+        }
         if (auto it = by_id.find(job.remote_id); it != by_id.end()) {
             out.push_back(to_job_update(*it->second));
             continue;

@@ -12,6 +12,7 @@
 
 #include "backends/inventory_cache.hpp"
 #include "backends/slurm/group_channel.hpp"
+#include "backends/slurm/job_array.hpp"
 #include "backends/slurm/remote_log.hpp"
 #include "backends/slurm/remote_upload.hpp"
 #include "backends/slurm/sbatch_script.hpp"
@@ -223,13 +224,32 @@ Result<std::optional<std::string>> SlurmSshBackend::find_by_token(const std::str
         at = end + 1;
         if (line.size() > prefix.size() + 4 && line.compare(0, prefix.size(), prefix) == 0 &&
             line.compare(line.size() - 4, 4, ".out") == 0) {
-            const std::string id = line.substr(prefix.size(), line.size() - prefix.size() - 4);
+            std::string id = line.substr(prefix.size(), line.size() - prefix.size() - 4);
+            id = id.substr(0, id.find('_')); // an array element's file: <array id>_<index>
             if (!id.empty() && id.find_first_not_of("0123456789") == std::string::npos) {
                 return id;
             }
         }
     }
     return std::nullopt;
+}
+
+// A job array's largest index must stay below the cluster's MaxArraySize (1001 unless the admins set it):
+// said before sbatch's own "Invalid job array specification", with the numbers.
+Status SlurmSshBackend::check_array_size(std::size_t elements) {
+    auto config = run_ok("scontrol show config", cli::command_line({"scontrol", "show", "config"}));
+    if (!config) {
+        return tl::unexpected(config.error());
+    }
+    const auto most = cli::parse_max_array_size(*config);
+    if (most && elements > static_cast<std::size_t>(*most)) {
+        return fail(ErrorKind::invalid_spec,
+                    fmt::format("sweep: {} elements, but cluster {} takes job arrays of at most {} (its "
+                                "MaxArraySize)",
+                                elements, m_cluster, *most),
+                    "split the sweep, or ask the cluster's admins to raise MaxArraySize");
+    }
+    return {};
 }
 
 Result<std::string> SlurmSshBackend::submit(const TaskSpec& spec, const Placement& placement,
@@ -259,6 +279,11 @@ Result<std::string> SlurmSshBackend::submit(const TaskSpec& spec, const Placemen
         prepared->script = std::move(*script);
     }
     const auto& plan = prepared->plan;
+    if (plan.sweep) {
+        if (auto fits = check_array_size(plan.sweep->size()); !fits) {
+            return tl::unexpected(fits.error());
+        }
+    }
     std::vector<std::string> names, values;
     for (const auto& [name, value] : spec.secrets) {
         names.push_back(name);
@@ -345,25 +370,43 @@ Result<std::vector<JobUpdate>> SlurmSshBackend::refresh(const std::vector<JobRec
             ids.push_back(job.remote_id);
         }
     }
+    // A job's line by its id; a job array's (a sweep's) element lines by the array's id, squeue's first.
     std::map<std::string, SlurmJob> by_id;
-    if (auto mine = take_discovered()) { // discovery's squeue --me of a moment ago: every job of the user
-        for (auto& j : *mine) {
-            by_id[j.job_id] = std::move(j);
+    std::map<std::string, std::vector<SlurmJob>> array_lines;
+    auto keep = [&](std::vector<SlurmJob>& listed, std::map<std::string, SlurmJob>& into) {
+        for (auto& j : listed) {
+            if (j.array_task || !j.array_pending.empty()) {
+                array_lines[j.job_id].push_back(std::move(j));
+            } else {
+                into[j.job_id] = std::move(j);
+            }
         }
+    };
+    if (auto mine = take_discovered()) { // discovery's squeue --me of a moment ago: every job of the user
+        keep(*mine, by_id);
     } else if (!ids.empty()) {
         auto listed = squeue(ids);
         if (!listed) {
             return tl::unexpected(listed.error());
         }
-        for (auto& j : *listed) {
-            by_id[j.job_id] = std::move(j);
-        }
+        keep(*listed, by_id);
     }
-    // Jobs slurmctld no longer holds (MinJobAge): one sacct call for all of them.
+    // Jobs slurmctld no longer holds (MinJobAge), and sweeps some of whose elements it no longer lists:
+    // one sacct call for all of them.
     std::vector<std::string> missing;
-    for (const auto& id : ids) {
-        if (by_id.count(id) == 0U) {
-            missing.push_back(id);
+    std::vector<std::optional<Sweep>> sweeps;
+    sweeps.reserve(jobs.size());
+    for (const auto& job : jobs) {
+        sweeps.push_back(sweep_of(job));
+        if (!is_job_id(job.remote_id)) {
+            continue;
+        }
+        const auto lines = array_lines.find(job.remote_id);
+        const bool whole =
+            sweeps.back() ? lines != array_lines.end() && lists_every_element(lines->second, *sweeps.back())
+                          : by_id.count(job.remote_id) != 0U;
+        if (!whole) {
+            missing.push_back(job.remote_id);
         }
     }
     std::map<std::string, SlurmJob> accounted;
@@ -372,13 +415,23 @@ Result<std::vector<JobUpdate>> SlurmSshBackend::refresh(const std::vector<JobRec
         if (!rows) {
             return tl::unexpected(rows.error());
         }
-        for (auto& j : *rows) {
-            accounted[j.job_id] = std::move(j);
-        }
+        keep(*rows, accounted);
     }
     std::vector<JobUpdate> out;
     out.reserve(jobs.size());
-    for (const auto& job : jobs) {
+    for (std::size_t k = 0; k < jobs.size(); ++k) {
+        const auto& job = jobs[k];
+        if (sweeps[k] && is_job_id(job.remote_id)) {
+            std::vector<const SlurmJob*> lines;
+            if (const auto it = array_lines.find(job.remote_id); it != array_lines.end()) {
+                for (const auto& line : it->second) {
+                    lines.push_back(&line);
+                }
+            }
+            out.push_back(array_update(*sweeps[k], lines, job.elements,
+                                       left_slurmctld(job.remote_id, !m_no_accounting).reason));
+            continue;
+        }
         if (auto it = by_id.find(job.remote_id); it != by_id.end()) {
             out.push_back(to_job_update(it->second));
         } else if (auto at = accounted.find(job.remote_id); at != accounted.end()) {
@@ -431,6 +484,15 @@ Status SlurmSshBackend::logs(const JobRecord& job, const LogOptions& options, co
         if (auto h = home(); !h) {
             return tl::unexpected(h.error());
         }
+    }
+    if (auto sweep = sweep_of(job)) {
+        return sweep_logs(job, *sweep, options, sink,
+                          [&](const std::string& path, const LogOptions& o, const LogSink& out,
+                              const std::function<Result<bool>()>& ended) {
+                              return stream_remote_log(
+                                  *m_host, RemoteLogTarget{m_cluster, job.id, path, job.num_nodes}, o, out,
+                                  ended);
+                          });
     }
     RemoteLogTarget target{m_cluster, job.id, output_path(job), job.num_nodes};
     return stream_remote_log(*m_host, target, options, sink, [&]() -> Result<bool> {

@@ -58,6 +58,7 @@ private:
     Result<Prepared> prepare(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
                              const std::string& working_directory, const JobIdentity& identity = {});
     Result<std::vector<SlurmJob>> squeue(const std::vector<std::string>& ids);
+    Status check_array_size(std::size_t elements);
     Result<std::vector<SlurmJob>> sacct(const std::vector<std::string>& ids);
 
     std::unique_ptr<net::RemoteHost> m_host;

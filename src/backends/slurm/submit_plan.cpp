@@ -70,6 +70,7 @@ Result<SubmitPlan> build_submit_plan(const TaskSpec& spec, const Placement& plac
     if (resources.job_recovery && !resources.job_recovery->disabled) {
         plan.recovery = *resources.job_recovery;
     }
+    plan.sweep = spec.sweep;
     if (spec.git_workdir) {
         for (auto& kv : git_checkout_environment(*spec.git_workdir)) {
             plan.environment.push_back(std::move(kv));

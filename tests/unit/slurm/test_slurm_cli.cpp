@@ -405,16 +405,15 @@ TEST_CASE("command lines: every word single-quoted, fields joined by the unit se
     CHECK(cli::command_line({"echo", "a b", "it's", "$(touch /tmp/x)", "`id`", "a;b", "x\ny"}) ==
           "'echo' 'a b' 'it'\\''s' '$(touch /tmp/x)' '`id`' 'a;b' 'x\ny'");
     CHECK(cli::squeue_command({"12", "13"}) ==
-          "'env' 'SLURM_TIME_FORMAT=%s' 'squeue' '--noheader' '--states=all' '--jobs=12,13' "
-          "'--Format=JobID:0" +
+          "'env' 'SLURM_TIME_FORMAT=%s' 'squeue' '--noheader' '--states=all' '--array' '--jobs=12,13' "
+          "'--Format=JobArrayID:0" +
               S + ",State:0" + S + ",Reason:0" + S + ",exit_code:0" + S + ",StartTime:0" + S + ",EndTime:0" +
               S + ",NodeList:0" + S + ",Comment:0" + S + ",Name:0'");
-    CHECK(cli::sacct_command({"7"}) ==
-          "'env' 'SLURM_TIME_FORMAT=%s' 'sacct' '--allocations' '--noheader' "
-          "'--parsable2' '--delimiter=" +
-              S +
-              "' '--jobs=7' '--format=JobIDRaw,State,ExitCode,Start,End,NodeList,"
-              "Reason,Comment'");
+    CHECK(cli::sacct_command({"7"}) == "'env' 'SLURM_TIME_FORMAT=%s' 'sacct' '--allocations' '--noheader' "
+                                       "'--parsable2' '--delimiter=" +
+                                           S +
+                                           "' '--jobs=7' '--format=JobID,State,ExitCode,Start,End,NodeList,"
+                                           "Reason,Comment'");
     CHECK(cli::scancel_command("42") == "'scancel' '42'");
     CHECK(cli::squeue_comments_command().find("--only-job-state") == std::string::npos);
     CHECK(cli::squeue_command({"1"}).find("--only-job-state") == std::string::npos);

@@ -521,3 +521,33 @@ TEST_CASE("the submit token is stored, and set_remote_id says whether the job wa
     REQUIRE_FALSE(missing);
     CHECK(missing.error().kind == ErrorKind::not_found);
 }
+
+TEST_CASE("a sweep's elements are stored with the row, and a refresh that reports them replaces them") {
+    TempDir dir;
+    const auto path = dir.file("jobs.db");
+    auto store = open_ok(path);
+    auto job = sample_job("sweep");
+    job.elements = "P,P,P";
+    const auto id = insert_ok(*store, job);
+    CHECK(get_ok(*store, id).elements == "P,P,P");
+    JobUpdate running{JobState::running, "3 elements: 1 SUCCEEDED, 2 RUNNING", std::nullopt, 100,
+                      std::nullopt};
+    running.elements = "S0,R,R";
+    REQUIRE(store->update_many({{id, running}}, 101));
+    CHECK(get_ok(*store, id).elements == "S0,R,R");
+    // Moments later the same state and reason but an element moved on: written, not taken as a repeat.
+    running.elements = "S0,S0,R";
+    REQUIRE(store->update_many({{id, running}}, 102));
+    CHECK(get_ok(*store, id).elements == "S0,S0,R");
+    // An update that says nothing of elements leaves them.
+    JobUpdate plain{JobState::running, "3 elements: 1 SUCCEEDED, 2 RUNNING", std::nullopt, 100, std::nullopt};
+    REQUIRE(store->update_many({{id, plain}}, 110));
+    CHECK(get_ok(*store, id).elements == "S0,S0,R");
+    // A schema 7 file gains the column.
+    store.reset();
+    REQUIRE(raw_exec(path, "ALTER TABLE jobs DROP COLUMN elements; UPDATE schema_version SET version = 7") ==
+            SQLITE_OK);
+    store = open_ok(path);
+    CHECK(raw_int(path, "SELECT version FROM schema_version") == k_schema_version);
+    CHECK(get_ok(*store, id).elements.empty());
+}
