@@ -249,6 +249,51 @@ JobView wait_for_job(Session& ctx, const JobRecord& job) {
     }
 }
 
+Result<bool> cancel_element(Session& ctx, JobRecord& job, std::size_t element) {
+    const auto sweep = sweep_of(job);
+    if (!sweep) {
+        return fail(ErrorKind::usage, fmt::format("--element: job {} is not a sweep", job.id));
+    }
+    if (element >= sweep->size()) {
+        return fail(ErrorKind::usage, fmt::format("--element {}: job {} has elements 0-{}", element, job.id,
+                                                  sweep->size() - 1));
+    }
+    auto states = parse_element_states(job.elements).value_or(std::vector<ElementState>{});
+    states.resize(sweep->size(), ElementState{JobState::pending, std::nullopt});
+    if (is_terminal(states[element].state)) {
+        return false;
+    }
+    if (!job.remote_id.empty()) {
+        auto backend = ctx.backend(job.cluster);
+        if (!backend) {
+            return tl::unexpected(backend.error());
+        }
+        auto cancel = require(**backend, &Capabilities::element_cancel, Capability::element_cancel, job.id);
+        if (!cancel) {
+            return tl::unexpected(cancel.error());
+        }
+        if (auto ok = (*cancel)->cancel_element(job, element); !ok) {
+            return tl::unexpected(ok.error());
+        }
+    }
+    auto store = ctx.store();
+    if (!store) {
+        return tl::unexpected(store.error());
+    }
+    states[element] = ElementState{JobState::cancelled, std::nullopt};
+    JobUpdate u = sweep_update(*sweep, states, "");
+    if (is_terminal(u.state) && !is_terminal(job.state)) {
+        u.state = job.state; // the cluster says when the sweep has ended
+        u.reason = job.reason;
+    }
+    u.exit_code = job.exit_code;
+    if (auto ok = (*store)->update(job.id, u, ctx.now()); !ok) {
+        return tl::unexpected(ok.error());
+    }
+    job.elements = *u.elements;
+    return true;
+}
+
 Status cancel_job(Session& ctx, JobRecord& job, const std::string& reason) {
     if (!job.remote_id.empty()) {
         auto backend = ctx.backend(job.cluster);

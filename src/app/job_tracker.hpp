@@ -34,4 +34,10 @@ JobView wait_for_job(Session& session, const JobRecord& job);
 // the backend refused leaves the record as it was.
 Status cancel_job(Session& session, JobRecord& job, const std::string& reason);
 
+// `cancel ID --element K`: cancels element `element` of sweep `job` on its cluster (a usage error when
+// the job is no sweep or has no such element; a backend that cannot says so), then records that element
+// CANCELLED; the sweep's row follows from its elements at the next refresh. False: the element had ended
+// already (nothing was asked of the cluster).
+Result<bool> cancel_element(Session& session, JobRecord& job, std::size_t element);
+
 } // namespace tandem::app

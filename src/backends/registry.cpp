@@ -178,6 +178,14 @@ Error capability_refusal(const Backend& backend, Capability capability, std::int
         return Error{ErrorKind::invalid_spec, cluster + ": services run on Kubernetes clusters only", ""};
     case Capability::watch:
         return Error{ErrorKind::invalid_spec, cluster + ": this backend has no change feed", ""};
+    case Capability::element_cancel:
+        return Error{ErrorKind::invalid_spec,
+                     backend.kind() == BackendKind::kubernetes
+                         ? cluster +
+                               ": a Kubernetes Indexed Job cannot stop one of its indexes (deleting the "
+                               "index's pod makes the Job controller start another)"
+                         : cluster + ": this backend cannot cancel one element of a sweep",
+                     fmt::format("tandem cancel {} cancels the whole sweep", job_id)};
     case Capability::discovery:
         return Error{ErrorKind::invalid_spec,
                      cluster + ": this backend keeps no record of its own; its jobs are known only to the job "

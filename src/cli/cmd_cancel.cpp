@@ -1,7 +1,8 @@
-// `tandem cancel JOB... | --all`: the backend cancels natively (and so reports CANCELLED itself to any
-// refresh that races with us), then the record is marked CANCELLED. A cancel the backend refused leaves
-// the record as it was.
+// `tandem cancel JOB... | --all | JOB --element K`: the backend cancels natively (and so reports CANCELLED
+// itself to any refresh that races with us), then the record is marked CANCELLED. A cancel the backend
+// refused leaves the record as it was.
 
+#include <optional>
 #include <set>
 
 #include <CLI/CLI.hpp>
@@ -10,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "cli/groups.hpp"
 #include "cli/output.hpp"
+#include "core/sweep.hpp"
 
 namespace tandem::cli {
 
@@ -19,11 +21,53 @@ struct CancelFlags {
     std::vector<std::string> jobs;
     bool all = false;
     bool json = false;
+    std::optional<int> element;
 };
+
+// `cancel ID --element K`: one element of one sweep.
+Result<int> cancel_one_element(Context& ctx, const CancelFlags& flags) {
+    if (flags.all || flags.jobs.size() != 1) {
+        return fail(ErrorKind::usage, "--element cancels one element of one sweep: name one job");
+    }
+    if (*flags.element < 0) {
+        return fail(ErrorKind::usage,
+                    fmt::format("--element {}: elements are numbered from 0", *flags.element));
+    }
+    auto job = find_job(ctx, flags.jobs.front());
+    if (!job) {
+        return tl::unexpected(job.error());
+    }
+    auto views = refresh_jobs(ctx, {*job});
+    JobRecord target = views.empty() ? *job : views.front().record;
+    const auto element = static_cast<std::size_t>(*flags.element);
+    auto done = app::cancel_element(ctx, target, element);
+    if (!done) {
+        return tl::unexpected(done.error());
+    }
+    const auto sweep = sweep_of(target);
+    const std::string label = sweep ? sweep_element_label(*sweep, element) : std::string();
+    if (!*done) {
+        note(fmt::format("tandem: job {} element {} ({}) already ended", target.id, element, label));
+    }
+    if (flags.json) {
+        print_json(nlohmann::json{{"cancelled", *done ? nlohmann::json::array({{{"id", target.id},
+                                                                                {"name", target.name},
+                                                                                {"element", element},
+                                                                                {"state", "CANCELLED"}}})
+                                                      : nlohmann::json::array()}});
+    } else if (*done) {
+        print_stdout(
+            fmt::format("job {} ({}) element {} ({}) cancelled\n", target.id, target.name, element, label));
+    }
+    return exit_code::ok;
+}
 
 Result<int> cancel(Context& ctx, const CancelFlags& flags) {
     if (flags.jobs.empty() && !flags.all) {
         return fail(ErrorKind::usage, "name the jobs to cancel, or pass --all");
+    }
+    if (flags.element) {
+        return cancel_one_element(ctx, flags);
     }
     auto store = ctx.store();
     if (!store) {
@@ -116,6 +160,8 @@ void setup_cancel(CLI::App& command, Action& action) {
     auto flags = std::make_shared<CancelFlags>();
     command.add_option("JOB", flags->jobs, "Job ids");
     command.add_flag("-a,--all", flags->all, "Every active job");
+    command.add_option("--element", flags->element,
+                       "Only this element (index K) of a sweep; the others run on (Slurm, local)");
     command.add_flag("--json", flags->json, "JSON on stdout: {\"cancelled\": [{id, name, state}]}");
     command.callback([flags, &action] { action = [flags](Context& ctx) { return cancel(ctx, *flags); }; });
 }

@@ -53,7 +53,7 @@ constexpr FieldVerdict k_local_fields[] = {
     {C::max_hourly_cost, {}, "this machine has no price: always met"},
     {C::priority, {}, k_no_controller},
     {C::priority_class, {}, "a Kubernetes PriorityClass means nothing here"},
-    {C::sweep, "sweeps on this machine are not built yet", {}},
+    // sweep: at most sweep_parallel elements at a time (local_backend.cpp).
 };
 
 // ---- Slurm --------------------------------------------------------------------------------------------
@@ -140,7 +140,12 @@ constexpr FieldVerdict k_kubernetes_fields[] = {
     // job_recovery: backoffLimit, and a podFailurePolicy from 1.26 (manifests.cpp).
     {C::max_hourly_cost, {}, "Kubernetes has no price: always met"},
     {C::priority, {}, k_no_controller},
-    {C::sweep, "sweeps as an Indexed Job are not built yet", {}},
+    // sweep: one Indexed Job, 1.22+ (manifests.cpp).
+    {C::multi_node_sweep,
+     "an Indexed Job's index is either a node rank or a sweep element: a sweep of multi-node elements runs "
+     "on "
+     "Slurm",
+     {}},
 };
 
 std::optional<std::int64_t> kubernetes_provision_timeout(const TaskSpec& spec) {

@@ -150,6 +150,15 @@ public:
     virtual Result<Discovered> discover(bool all_users) = 0;
 };
 
+// `cancel ID --element K`: one element of a sweep, natively (Slurm: scancel <array id>_<K>; local: the
+// element's processes). Kubernetes has none: an Indexed Job cannot stop one of its indexes (deleting the
+// index's pod only makes the Job controller start another).
+class ElementCancel {
+public:
+    virtual ~ElementCancel() = default;
+    virtual Status cancel_element(const JobRecord& job, std::size_t element) = 0;
+};
+
 // The capabilities one backend offers; null where it has none. A new capability is one interface above
 // and one member here.
 struct Capabilities {
@@ -159,9 +168,10 @@ struct Capabilities {
     Services* services = nullptr;
     Watch* watch = nullptr;
     Discovery* discovery = nullptr;
+    ElementCancel* element_cancel = nullptr;
 };
 
 // Names the capability in refusals ("local cannot <what>").
-enum class Capability { exec, attach, group_addresses, services, watch, discovery };
+enum class Capability { exec, attach, group_addresses, services, watch, discovery, element_cancel };
 
 } // namespace tandem

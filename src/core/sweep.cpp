@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/shell_words.hpp"
 #include "core/spec_parse_detail.hpp"
 
 namespace tandem {
@@ -220,6 +221,29 @@ std::vector<std::pair<std::string, std::string>> sweep_element_env(const Sweep& 
     return env;
 }
 
+tl::expected<std::string, std::string> sweep_shell_block(const Sweep& sweep, std::string_view index) {
+    std::string out;
+    if (!sweep.keys.empty()) {
+        out += fmt::format("case \"{}\" in\n", index);
+        for (std::size_t i = 0; i < sweep.size(); ++i) {
+            out += fmt::format("{}) export", i);
+            for (std::size_t k = 0; k < sweep.keys.size() && k < sweep.elements[i].size(); ++k) {
+                const auto& value = sweep.elements[i][k];
+                if (!is_shell_name(sweep.keys[k]) || value.find('\0') != std::string::npos) {
+                    return tl::unexpected(fmt::format("element {} cannot be written in a shell script", i));
+                }
+                out += fmt::format(" {}={}", sweep.keys[k], shell_quote(value));
+            }
+            out += " ;;\n";
+        }
+        out += "esac\n";
+    }
+    out += fmt::format("export TANDEM_SWEEP_INDEX=\"{0}\" TANDEM_SWEEP_SIZE={1}\n"
+                       "export SKYPILOT_JOB_RANK=\"$TANDEM_SWEEP_INDEX\" SKYPILOT_NUM_JOBS={1}\n",
+                       index, sweep.size());
+    return out;
+}
+
 std::string sweep_element_label(const Sweep& sweep, std::size_t index) {
     if (sweep.keys.empty() || index >= sweep.elements.size()) {
         return fmt::format("#{}", index);
@@ -252,6 +276,23 @@ constexpr std::pair<JobState, char> k_letters[] = {
 };
 
 } // namespace
+
+Result<std::vector<std::size_t>> log_elements(std::int64_t job_id, const Sweep& sweep,
+                                              std::optional<int> element) {
+    std::vector<std::size_t> which;
+    if (element) {
+        if (*element < 0 || static_cast<std::size_t>(*element) >= sweep.size()) {
+            return fail(ErrorKind::usage, fmt::format("job {} has elements 0-{}; there is no element {}",
+                                                      job_id, sweep.size() - 1, *element));
+        }
+        which.push_back(static_cast<std::size_t>(*element));
+    } else {
+        for (std::size_t i = 0; i < sweep.size(); ++i) {
+            which.push_back(i);
+        }
+    }
+    return which;
+}
 
 std::string format_element_states(const std::vector<ElementState>& elements) {
     std::string out;
@@ -367,6 +408,53 @@ SweepOutcome sweep_outcome(const std::vector<ElementState>& elements) {
         }
     }
     return out;
+}
+
+std::optional<std::vector<std::size_t>> index_list(std::string_view text, std::size_t size) {
+    auto index = [](std::string_view s) -> std::optional<std::size_t> {
+        std::size_t v = 0;
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (s.empty() || s.size() > 9 || ec != std::errc() || end != s.data() + s.size()) {
+            return std::nullopt;
+        }
+        return v;
+    };
+    std::vector<std::size_t> out;
+    while (!text.empty()) {
+        const auto comma = std::min(text.find(','), text.size());
+        const auto part = text.substr(0, comma);
+        text.remove_prefix(std::min(comma + 1, text.size()));
+        const auto dash = part.find('-');
+        const auto lo = index(part.substr(0, dash));
+        const auto hi = dash == std::string_view::npos ? lo : index(part.substr(dash + 1));
+        if (!lo || !hi || *lo > *hi || *hi >= size) {
+            return std::nullopt;
+        }
+        for (std::size_t i = *lo; i <= *hi; ++i) {
+            out.push_back(i);
+        }
+        if (out.size() > size) {
+            return std::nullopt; // overlapping ranges: more indexes than the sweep has
+        }
+    }
+    return out;
+}
+
+JobUpdate sweep_update(const Sweep& sweep, const std::vector<ElementState>& elements,
+                       const std::string& pending_reason) {
+    JobUpdate u;
+    const auto outcome = sweep_outcome(elements);
+    u.state = outcome.state;
+    u.exit_code = outcome.exit_code;
+    u.reason = outcome.reason;
+    if (u.state == JobState::pending && !pending_reason.empty()) {
+        u.reason += fmt::format(" ({})", pending_reason);
+    }
+    if (const auto failed = failed_elements_text(sweep, elements); !failed.empty()) {
+        u.reason += "; failed: " + failed;
+    }
+    u.elements = format_element_states(elements);
+    return u;
 }
 
 std::string failed_elements_text(const Sweep& sweep, const std::vector<ElementState>& elements,

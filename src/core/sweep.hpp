@@ -16,6 +16,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <tl/expected.hpp>
 
+#include "core/error.hpp"
 #include "core/job.hpp"
 #include "core/job_state.hpp"
 
@@ -56,9 +57,21 @@ tl::expected<SweepAxis, std::string> parse_sweep_axis(std::string_view text);
 // and SkyPilot's SKYPILOT_JOB_RANK and SKYPILOT_NUM_JOBS (the same numbers).
 std::vector<std::pair<std::string, std::string>> sweep_element_env(const Sweep& sweep, std::size_t index);
 
+// The same as shell text, for the scripts that run an element (a Slurm array task, a pod of an Indexed
+// Job, a local run): a case over `index`, a shell expansion of the element's index such as
+// "${SLURM_ARRAY_TASK_ID:-0}", that exports the element's values (single-quoted), then
+// TANDEM_SWEEP_INDEX/_SIZE and SKYPILOT_JOB_RANK/SKYPILOT_NUM_JOBS. An error names the element that no
+// shell string can hold (a NUL byte).
+tl::expected<std::string, std::string> sweep_shell_block(const Sweep& sweep, std::string_view index);
+
 // "lr=0.1 bs=16" for status and log prefixes; "#3" for an element without values. Values are shown as
 // one line, cut at 40 bytes ("...").
 std::string sweep_element_label(const Sweep& sweep, std::size_t index);
+
+// The elements `logs` shows of job `job_id`: `element` alone (a usage error when the sweep has no such
+// element), or every one in order.
+Result<std::vector<std::size_t>> log_elements(std::int64_t job_id, const Sweep& sweep,
+                                              std::optional<int> element);
 
 // ---- Elements as a refresh sees them, and as the store keeps them ----
 
@@ -84,6 +97,17 @@ struct SweepOutcome {
     std::string reason; // "6 elements: 4 SUCCEEDED, 1 RUNNING, 1 FAILED"
 };
 SweepOutcome sweep_outcome(const std::vector<ElementState>& elements);
+
+// The indexes a list such as "1,3-5,7" names (Slurm's array ranges, Kubernetes' completedIndexes and
+// failedIndexes), each below `size`; nullopt when the text is not that form, names an index at or past
+// `size`, or names more indexes than that.
+std::optional<std::vector<std::size_t>> index_list(std::string_view text, std::size_t size);
+
+// The sweep's JobUpdate from its elements: state and exit code as sweep_outcome says, the reason its
+// counts, then `(pending_reason)` while it waits, then "; failed: " and the failed elements; and the
+// elements in the store's text. Times are the caller's.
+JobUpdate sweep_update(const Sweep& sweep, const std::vector<ElementState>& elements,
+                       const std::string& pending_reason);
 
 // The failed elements named for `launch --wait` and status: "#2 lr=0.01 bs=16: exit code 3; #5 ...",
 // at most `limit` named, then "and N more".

@@ -84,6 +84,16 @@ TEST_CASE("sweep: cancel over REST ends every element, the pending ones too") {
     INFO(j.dump());
     REQUIRE(j["state"] == "RUNNING");
     CHECK(contains(j["reason"].get<std::string>(), "1 RUNNING, 2 PENDING"));
+    // One pending element alone (DELETE /job/<array>_2): the rest go on, and Slurm agrees.
+    auto one = lab.tandem({"cancel", std::to_string(id), "--element", "2"});
+    INFO(one);
+    REQUIRE(one.exit_code == 0);
+    CHECK(contains(one.out, "element 2 (#2) cancelled"));
+    j = lab.job(id);
+    INFO(j.dump());
+    CHECK(j["state"] == "RUNNING");
+    CHECK(j["elements"][2]["state"] == "CANCELLED");
+    CHECK(j["elements"][1]["state"] == "PENDING");
     REQUIRE(lab.tandem({"cancel", std::to_string(id)}).exit_code == 0);
     auto done = lab.wait_terminal(id, 60s);
     CHECK(done["state"] == "CANCELLED");

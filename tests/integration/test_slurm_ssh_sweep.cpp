@@ -152,6 +152,19 @@ TEST_CASE("ssh: sweep: cancel of a running sweep cancels every element and leave
     INFO(j.dump());
     REQUIRE(j["state"] == "RUNNING");
     CHECK(contains(j["reason"].get<std::string>(), "2 RUNNING, 2 PENDING"));
+    // One running element alone (scancel <array>_0): its slot goes to a pending one, and Slurm agrees.
+    auto one = lab.tandem({"cancel", std::to_string(id), "--element", "0"});
+    INFO(one);
+    REQUIRE(one.exit_code == 0);
+    CHECK(contains(one.out, "element 0 (#0) cancelled"));
+    for (int i = 0; i < 60 && !contains(j["reason"].get<std::string>(), "1 CANCELLED"); ++i) {
+        std::this_thread::sleep_for(500ms);
+        j = lab.job(id);
+    }
+    INFO(j.dump());
+    CHECK(j["state"] == "RUNNING");
+    CHECK(j["elements"][0]["state"] == "CANCELLED");
+    CHECK(contains(j["reason"].get<std::string>(), "1 CANCELLED, 2 RUNNING, 1 PENDING"));
     auto c = lab.tandem({"cancel", std::to_string(id)});
     INFO(c);
     REQUIRE(c.exit_code == 0);

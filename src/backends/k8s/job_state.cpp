@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include "backends/k8s/job_state_pods.hpp"
+#include "backends/k8s/job_state_sweep.hpp"
 #include "backends/k8s/json_fields.hpp"
 #include "backends/k8s/labels.hpp"
 #include "core/job_recovery.hpp"
@@ -369,6 +370,57 @@ bool all_ranks_complete(const JobView& view, int ranks) {
     return static_cast<int>(done.size()) >= ranks;
 }
 
+// The view's sweep: the record's, else an annotated Job's size with elements named by index.
+std::optional<Sweep> sweep_of_view(const JobView& view) {
+    if (view.sweep) {
+        return view.sweep;
+    }
+    for (const json* job : view.jobs) {
+        const auto text =
+            fields::str(fields::get(fields::at(*job, "metadata", "annotations"), k_sweep_annotation));
+        if (auto n = int_text(text); n && *n > 0) {
+            if (auto ranks = sweep_ranks(*n)) {
+                return std::move(*ranks);
+            }
+        }
+    }
+    return std::nullopt;
+}
+
+JobUpdate sweep_state(const JobView& view, const Sweep& sweep, const std::vector<PodInfo>& pods,
+                      const std::optional<Failure>& failure) {
+    detail::SweepObservation seen;
+    seen.indexes.resize(sweep.size());
+    std::vector<const PodInfo*> newest(sweep.size(), nullptr);
+    for (const auto& p : pods) {
+        const auto i = static_cast<std::size_t>(p.rank);
+        if (p.rank >= 0 && i < newest.size() && (newest[i] == nullptr || later(*newest[i], p))) {
+            newest[i] = &p;
+        }
+    }
+    for (std::size_t i = 0; i < newest.size(); ++i) {
+        if (newest[i] != nullptr) {
+            seen.indexes[i] = detail::SweepObservation::Index{
+                newest[i]->obs, fields::at(*newest[i]->pod, "metadata", "deletionTimestamp") != nullptr,
+                disrupted(*newest[i]->pod)};
+        }
+    }
+    seen.job_failed = failure.has_value();
+    if (failure && failure->reason == "DeadlineExceeded") {
+        seen.failed_reason = failure->reason;
+    }
+    seen.job_complete = !failure && all_ranks_complete(view, 1);
+    seen.failed_index.assign(sweep.size(), false);
+    for (const json* job : view.jobs) {
+        seen.suspended = seen.suspended || condition(*job, "Suspended") != nullptr;
+        const auto text = fields::str_at(*job, "status", "failedIndexes");
+        for (std::size_t i : index_list(text, sweep.size()).value_or(std::vector<std::size_t>{})) {
+            seen.failed_index[i] = true;
+        }
+    }
+    return detail::sweep_job_update(sweep, seen);
+}
+
 } // namespace
 
 std::map<std::string, JobView> group_by_tandem_job(const json& job_list, const json& pod_list,
@@ -404,8 +456,10 @@ std::map<std::string, JobView> group_by_tandem_job(const json& job_list, const j
                 ranks = std::max(ranks, rank + 1); // (a rank label of INT_MAX would overflow)
             }
             const json* completions = fields::at(*job, "spec", "completions");
+            const bool sweep =
+                fields::get(fields::at(*job, "metadata", "annotations"), k_sweep_annotation) != nullptr;
             if (fields::str_at(*job, "spec", "completionMode") == "Indexed" && completions != nullptr &&
-                completions->is_number_integer()) {
+                completions->is_number_integer() && !sweep) { // a sweep's indexes are elements
                 ranks = std::max(ranks, completions->get<int>());
             }
         }
@@ -414,7 +468,15 @@ std::map<std::string, JobView> group_by_tandem_job(const json& job_list, const j
     return out;
 }
 
+void add_record(JobView& view, const JobRecord& job) {
+    view.expected_ranks = job.num_nodes;
+    view.sweep = sweep_of(job);
+}
+
 bool pods_decide(const JobView& view) {
+    if (view.sweep) {
+        return false;
+    }
     std::set<int> ranks;
     for (const json* pod : view.pods) {
         const json* phase = fields::at(*pod, "status", "phase");
@@ -460,7 +522,9 @@ JobUpdate to_job_update(const JobView& view) {
             }
         }
     }
-    if (failure) {
+    if (auto sweep = sweep_of_view(view)) {
+        u = sweep_state(view, *sweep, pods, failure);
+    } else if (failure) {
         u.state = JobState::failed;
         u.reason = ranked(ranks > 1, failure->rank, failure->reason);
         u.exit_code = failure->exit_code;

@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/job.hpp"
+#include "core/sweep.hpp"
 
 namespace tandem::k8s {
 
@@ -43,7 +44,13 @@ struct JobView {
     // The Job list was not read because the pods alone decide the state (pods_decide() was true): an
     // empty `jobs` then means "not read", not "gone".
     bool jobs_unread = false;
+    // The job's sweep (from its record): each completion index is an element. Without it, a Job with the
+    // tandem.dev/sweep-size annotation is still read as a sweep, its elements named by index.
+    std::optional<Sweep> sweep;
 };
+
+// What the record adds to a view: num_nodes (the only way to notice a missing rank Job) and the sweep.
+void add_record(JobView& view, const JobRecord& job);
 
 // Groups a Job list and a pod list (and optional event list) of one namespace by tandem.dev/job.
 // Objects without the label are skipped. Events are matched by involvedObject (a Job or pod of the
@@ -63,6 +70,7 @@ JobUpdate to_job_update(const JobView& view);
 // True when the pods alone decide the job's state, so `status` may skip listing the Jobs: every rank has
 // a pod, and every pod is Pending or Running and not being deleted. Anything that may be an ending (a
 // pod that ended or is deleted, a rank without a pod, a suspended Job) needs the Job's conditions.
+// A sweep's state needs its Job (its conditions, failedIndexes): never the pods alone.
 bool pods_decide(const JobView& view);
 
 // RFC 3339 ("2026-12-02T16:22:21Z", "...T16:22:21.123456Z", "...T18:22:21+02:00") -> Unix seconds.

@@ -42,7 +42,7 @@ constexpr bool k_keep_zero = true;
 // meta/v1 (the same labels and annotation as the skimmer keeps)
 constexpr std::string_view k_kept_labels[] = {k_job_label, k_rank_label, k_user_label};
 constexpr std::string_view k_kept_annotations[] = {k_completion_index_annotation, k_identity_annotation,
-                                                   k_recover_codes_annotation};
+                                                   k_recover_codes_annotation, k_sweep_annotation};
 constexpr Field k_object_meta_fields[] = {
     {1, "name", Type::string},
     {3, "namespace", Type::string},
@@ -121,6 +121,7 @@ constexpr Field k_job_status_fields[] = {
     {4, "active", Type::int32},
     {5, "succeeded", Type::int32},
     {6, "failed", Type::int32},
+    {10, "failedIndexes", Type::string},
 };
 constexpr Message k_job_status{k_job_status_fields};
 constexpr Field k_job_fields[] = {{1, "metadata", Type::message, &k_object_meta},

@@ -20,7 +20,8 @@ constexpr Member k_label_members[] = {{k_job_label, nullptr}, {k_rank_label, nul
 constexpr Shape k_labels{k_label_members};
 constexpr Member k_annotation_members[] = {{k_completion_index_annotation, nullptr},
                                            {k_identity_annotation, nullptr},
-                                           {k_recover_codes_annotation, nullptr}};
+                                           {k_recover_codes_annotation, nullptr},
+                                           {k_sweep_annotation, nullptr}};
 constexpr Shape k_annotations{k_annotation_members};
 constexpr Member k_metadata_members[] = {{"name", nullptr},
                                          {"namespace", nullptr},
@@ -49,6 +50,7 @@ constexpr Member k_status_members[] = {{"phase", nullptr},
                                        {"active", nullptr},
                                        {"succeeded", nullptr},
                                        {"failed", nullptr},
+                                       {"failedIndexes", nullptr},
                                        {"containerStatuses", &k_container_status},
                                        {"initContainerStatuses", &k_container_status}};
 constexpr Shape k_status{k_status_members};

@@ -195,6 +195,18 @@ Result<JobPlan> K8sBackend::job_plan(const TaskSpec& spec, const Placement& plac
     }
     plan.num_nodes = spec.num_nodes;
     plan.indexed = f->indexed_jobs();
+    if (spec.sweep) {
+        if (!plan.indexed) {
+            return fail(
+                ErrorKind::invalid_spec,
+                fmt::format("{}: sweep: a sweep is one Indexed Job, which Kubernetes has from 1.22; this "
+                            "cluster runs {}.{}",
+                            m_cluster, f->major, f->minor),
+                "run the sweep on Slurm (one job array) or on a cluster with Kubernetes 1.22 or later");
+        }
+        plan.sweep = spec.sweep;
+        plan.per_index_backoff = f->backoff_limit_per_index();
+    }
     if (f->ttl_after_finished()) {
         plan.ttl_seconds_after_finished = m_settings.ttl_seconds_after_finished;
     }
@@ -506,7 +518,7 @@ Result<std::vector<JobUpdate>> K8sBackend::refresh(const std::vector<JobRecord>&
         if (auto it = groups[ns].find(base); it != groups[ns].end()) {
             view = it->second;
         }
-        view.expected_ranks = job.num_nodes;
+        add_record(view, job);
         if (!pods_decide(view)) {
             auto job_list = m_api.list_for_status(jobs_path(ns) + selector);
             if (!job_list) {
@@ -524,7 +536,7 @@ Result<std::vector<JobUpdate>> K8sBackend::refresh(const std::vector<JobRecord>&
         if (auto it = groups[ns].find(base); it != groups[ns].end()) {
             view = it->second;
         }
-        view.expected_ranks = job.num_nodes;
+        add_record(view, job);
         view.jobs_unread = !lists[ns].jobs_read;
         JobUpdate u = to_job_update(view);
         if (u.state == JobState::unknown && view.jobs.empty() && view.pods.empty() && lists[ns].jobs_read &&

@@ -21,6 +21,7 @@
 #include "backends/k8s/labels.hpp"
 #include "backends/k8s/serve_manifests.hpp"
 #include "core/line_prefix.hpp"
+#include "core/sweep.hpp"
 
 namespace tandem::k8s {
 
@@ -281,6 +282,19 @@ Status K8sBackend::follow_pod(const std::string& ns, const std::string& base, in
 
 Status K8sBackend::logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) {
     const auto [ns, base] = split_remote_id(job.remote_id, m_settings.namespace_name);
+    if (auto sweep = sweep_of(job)) { // each completion index is an element: one after another
+        auto which = log_elements(job.id, *sweep, options.element);
+        if (!which) {
+            return tl::unexpected(which.error());
+        }
+        for (const std::size_t i : *which) {
+            const auto prefix = options.element ? std::string() : "[" + sweep_element_label(*sweep, i) + "] ";
+            if (auto ok = follow_pod(ns, base, static_cast<int>(i), options, sink, prefix); !ok) {
+                return ok;
+            }
+        }
+        return {};
+    }
     std::vector<int> ranks;
     if (options.node) {
         ranks.push_back(*options.node);

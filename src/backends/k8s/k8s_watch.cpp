@@ -52,7 +52,7 @@ Status K8sBackend::watch(const std::vector<JobRecord>& jobs, const WatchSink& si
             if (auto it = groups.find(base); it != groups.end()) {
                 view = it->second;
             }
-            view.expected_ranks = job.num_nodes;
+            add_record(view, job);
             updates.push_back(to_job_update(view));
         }
         return sink(updates);

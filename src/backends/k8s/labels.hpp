@@ -26,6 +26,9 @@ inline constexpr std::string_view k_identity_annotation = "tandem.dev/identity";
 // The exit codes of resources.job_recovery.recover_on_exit_codes ("3,4"), on the Jobs of a job that has
 // them: status tells a failed pod restarted without counting from one counted against backoffLimit.
 inline constexpr std::string_view k_recover_codes_annotation = "tandem.dev/recover-on-exit-codes";
+// A sweep's size ("6"), on its Indexed Job: each completion index is one element (core/sweep.hpp), so
+// status reads the pods as elements, not ranks, also for a job it did not launch.
+inline constexpr std::string_view k_sweep_annotation = "tandem.dev/sweep-size";
 // The node rank, on one-Job-per-rank submissions (servers without Indexed Jobs) and their pods.
 inline constexpr std::string_view k_rank_label = "tandem.dev/rank";
 // Indexed Jobs (1.21+) give each pod its index in this annotation (and env JOB_COMPLETION_INDEX).

@@ -77,6 +77,9 @@ std::string node_program(const TaskSpec& spec, const JobPlan& plan) {
             program += fmt::format("cd {}/workdir || exit 1\n", k_upload_root);
         }
     }
+    if (plan.sweep) { // render_manifests has checked that every element can be written
+        program += sweep_shell_block(*plan.sweep, "${TANDEM_SWEEP_INDEX:-0}").value_or("");
+    }
     return program + std::string(k_node_program);
 }
 
@@ -212,6 +215,10 @@ json environment(const TaskSpec& spec, const JobPlan& plan, std::optional<int> r
         env.push_back(env_field("SKYPILOT_NODE_RANK", path));
     } else {
         both("NODE_RANK", "0");
+    }
+    if (plan.sweep) { // the element: the pod's completion index (the program exports its values)
+        env.push_back(env_field("TANDEM_SWEEP_INDEX",
+                                fmt::format("metadata.annotations['{}']", k_completion_index_annotation)));
     }
     if (plan.num_nodes > 1) {
         both("NODE_IPS", node_hosts(plan));
@@ -463,11 +470,21 @@ json pod_failure_policy(const JobRecovery& recovery) {
 json job_manifest(const TaskSpec& spec, const JobPlan& plan, std::optional<int> rank) {
     json tmpl = merged_pod_template(spec, plan, rank);
     const int backoff = plan.recovery ? plan.recovery->max_restarts_on_errors : plan.backoff_limit;
-    json job_spec = {{"backoffLimit", spec.kubernetes.backoff_limit.value_or(backoff)}, {"template", tmpl}};
+    json job_spec = {{"template", tmpl}};
+    if (plan.sweep && plan.per_index_backoff) { // each element fails on its own; the others run on
+        job_spec["backoffLimitPerIndex"] = spec.kubernetes.backoff_limit.value_or(backoff);
+    } else {
+        job_spec["backoffLimit"] = spec.kubernetes.backoff_limit.value_or(backoff);
+    }
     if (plan.recovery && plan.pod_failure_policy) {
         job_spec["podFailurePolicy"] = pod_failure_policy(*plan.recovery);
     }
-    if (plan.indexed && plan.num_nodes > 1) {
+    if (plan.sweep) {
+        const int size = static_cast<int>(plan.sweep->size());
+        job_spec["completionMode"] = "Indexed";
+        job_spec["completions"] = size;
+        job_spec["parallelism"] = plan.sweep->parallel > 0 ? std::min(plan.sweep->parallel, size) : size;
+    } else if (plan.indexed && plan.num_nodes > 1) {
         job_spec["completionMode"] = "Indexed";
         job_spec["completions"] = plan.num_nodes;
         job_spec["parallelism"] = plan.num_nodes;
@@ -484,6 +501,9 @@ json job_manifest(const TaskSpec& spec, const JobPlan& plan, std::optional<int> 
     if (plan.recovery && !plan.recovery->recover_on_exit_codes.empty()) {
         metadata["annotations"][std::string(k_recover_codes_annotation)] =
             format_exit_codes(plan.recovery->recover_on_exit_codes);
+    }
+    if (plan.sweep) {
+        metadata["annotations"][std::string(k_sweep_annotation)] = std::to_string(plan.sweep->size());
     }
     if (spec.kubernetes.queue) { // Kueue admits the Job into this LocalQueue
         metadata["labels"]["kueue.x-k8s.io/queue-name"] = *spec.kubernetes.queue;
@@ -502,6 +522,22 @@ Result<Manifests> render_manifests(const TaskSpec& spec, const JobPlan& plan, bo
         if (name.find('=') != std::string::npos || name.find('\0') != std::string::npos ||
             value.find('\0') != std::string::npos) {
             return refuse(fmt::format("envs.{}: a name with '=' or a NUL byte cannot be passed", name));
+        }
+    }
+    if (plan.sweep) {
+        if (plan.num_nodes > 1) {
+            return refuse(
+                "sweep: an Indexed Job's index is either a node rank or a sweep element; a sweep of "
+                "multi-node elements runs on Slurm (one allocation per element)");
+        }
+        auto block = sweep_shell_block(*plan.sweep, "${TANDEM_SWEEP_INDEX:-0}");
+        if (!block) {
+            return refuse("sweep: " + block.error());
+        }
+        if (block->size() > k_max_sweep_program_bytes) {
+            return refuse(fmt::format("sweep: the elements' values take {} KiB, more than one Kubernetes Job "
+                                      "carries ({} KiB): split the sweep",
+                                      block->size() / 1024, k_max_sweep_program_bytes / 1024));
         }
     }
     Manifests m;

@@ -8,6 +8,7 @@
 // exited 0, with the same TANDEM_*/SKYPILOT_* variables as on Slurm. Kubernetes expands `$(NAME)` in env
 // values, command and args, so every `$` of user text is written as `$$` (which it turns back into `$`).
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -20,6 +21,7 @@
 #include "core/inventory.hpp"
 #include "core/planner.hpp"
 #include "core/spec.hpp"
+#include "core/sweep.hpp"
 
 namespace tandem::k8s {
 
@@ -31,6 +33,8 @@ struct ServerFeatures {
     bool ttl_after_finished() const { return major > 1 || minor >= 21; } // beta, on by default from 1.21
     // podFailurePolicy and the DisruptionTarget pod condition: beta, on by default from 1.26.
     bool pod_failure_policy() const { return major > 1 || minor >= 26; }
+    // backoffLimitPerIndex: beta, on by default from 1.29; each index of an Indexed Job fails on its own.
+    bool backoff_limit_per_index() const { return major > 1 || minor >= 29; }
 };
 // "v1.20.2", "v1.27.3-gke.100" -> {1, 20}; nullopt when unreadable.
 std::optional<ServerFeatures> parse_server_version(const nlohmann::json& version);
@@ -97,7 +101,17 @@ struct JobPlan {
     std::string service_account;         // remote_identity resolved for this context; empty: the default
     std::string priority_class;          // resources.priority_class
     std::optional<PodUpload> upload;     // a local workdir or file_mounts to send
+    // A sweep: one Indexed Job, completion index = element (completions N, parallelism P, the element's
+    // values chosen by its index in the pod's program). With per_index_backoff (1.29+) each element has
+    // its own backoffLimitPerIndex and the others run on when one fails; before, backoffLimit counts every
+    // element's failures and the first one past it fails the Job, which stops the rest.
+    std::optional<Sweep> sweep;
+    bool per_index_backoff = false;
 };
+
+// The most bytes a sweep's values may take in one Job's pod program: etcd takes objects up to 1.5 MiB,
+// and the Job's pod template is copied into each of its pods.
+inline constexpr std::size_t k_max_sweep_program_bytes = 256 * 1024;
 
 // SkyPilot's remote_identity for `context`: a ServiceAccount name, or the one its {context: name}
 // mapping gives; empty for the namespace's default (absent, LOCAL_CREDENTIALS, SERVICE_ACCOUNT,

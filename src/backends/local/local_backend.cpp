@@ -16,7 +16,9 @@
 #include "backends/file_log.hpp"
 #include "core/git_checkout.hpp"
 #include "core/job_group.hpp"
+#include "core/line_prefix.hpp"
 #include "core/quantity.hpp"
+#include "core/sweep.hpp"
 #include "sys/clock.hpp"
 
 namespace tandem::local {
@@ -35,19 +37,75 @@ printf '%s\n' "$rc" > "$d/exit_code.tmp" && mv -f "$d/exit_code.tmp" "$d/exit_co
 exit "$rc"
 )SH";
 
+// A sweep's driver (wrapper.sh): starts element.sh once per element, at most P at a time, each with its
+// index in TANDEM_SWEEP_INDEX and its output in element-I.log (whose existence says it started), in a
+// process group of its own (setsid; its id in element-I.pid) so one element can be cancelled alone; the
+// element writes its exit code to element-I.exit. A cancel marks the folder first, so no element starts
+// after it. The driver's own exit code: the first failed element's, else 0.
+constexpr const char* k_sweep_driver = R"SH(#!/bin/bash
+# tandem local sweep: @N@ elements, at most @P@ at a time.
+d="$(cd "$(dirname "$0")" && pwd)"
+n=@N@ p=@P@ i=0
+while [ "$i" -lt "$n" ] && [ ! -e "$d/cancelled" ]; do
+  while [ "$(jobs -pr | wc -l)" -ge "$p" ]; do wait -n; done
+  [ -e "$d/cancelled" ] && break
+  if [ ! -e "$d/element-$i.cancelled" ]; then
+    TANDEM_SWEEP_INDEX=$i setsid /bin/bash "$d/element.sh" >"$d/element-$i.log" 2>&1 &
+    echo "$!" >"$d/element-$i.pid"
+  fi
+  i=$((i + 1))
+done
+wait
+rc=0 i=0
+while [ "$i" -lt "$n" ]; do
+  c=$(cat "$d/element-$i.exit" 2>/dev/null) || c=1
+  if [ "$rc" -eq 0 ] && [ "$c" != 0 ]; then rc=$c; fi
+  i=$((i + 1))
+done
+printf '%s\n' "$rc" > "$d/exit_code.tmp" && mv -f "$d/exit_code.tmp" "$d/exit_code"
+exit "$rc"
+)SH";
+
 // The wrapper; a job group member first waits for the group's addresses (published into the job's
-// directory); with a git workdir it then clones it into the job's directory and runs there.
-std::string wrapper_text(const TaskSpec& spec) {
+// directory); with a git workdir it then clones it into the job's directory and runs there. A sweep's
+// element (element.sh) first takes its values by its index, clones into a folder of its own and writes
+// its exit code to element-I.exit.
+std::string wrapper_text(const TaskSpec& spec, bool element = false) {
     std::string text = k_wrapper;
     std::string git;
-    if (!spec.group_channel.empty()) {
-        git = group_wait_function() + "tandem_group_wait \"$d/group.env\" || rc=$?\n";
+    if (element && spec.sweep) {
+        git = sweep_shell_block(*spec.sweep, "${TANDEM_SWEEP_INDEX:-0}").value_or("");
     }
+    if (!spec.group_channel.empty()) {
+        git += group_wait_function() + "tandem_group_wait \"$d/group.env\" || rc=$?\n";
+    }
+    const std::string workdir = element ? "$d/workdir-$TANDEM_SWEEP_INDEX" : "$d/workdir";
     if (spec.git_workdir) {
-        git += git_checkout_function() +
-               "[ \"$rc\" -eq 0 ] && { tandem_git_checkout \"$d/workdir\" && cd \"$d/workdir\" || rc=$?; }\n";
+        git +=
+            git_checkout_function() + fmt::format("[ \"$rc\" -eq 0 ] && {{ tandem_git_checkout \"{0}\" && cd "
+                                                  "\"{0}\" || rc=$?; }}\n",
+                                                  workdir);
     }
     text.replace(text.find("@GIT@"), 5, git);
+    if (element) {
+        const std::string from = "\"$d/exit_code.tmp\" && mv -f \"$d/exit_code.tmp\" \"$d/exit_code\"";
+        text.replace(text.find(from), from.size(),
+                     "\"$d/element-$TANDEM_SWEEP_INDEX.tmp\" && mv -f \"$d/element-$TANDEM_SWEEP_INDEX.tmp\" "
+                     "\"$d/element-$TANDEM_SWEEP_INDEX.exit\"");
+    }
+    return text;
+}
+
+std::string sweep_driver_text(const Sweep& sweep) {
+    std::string text = k_sweep_driver;
+    const auto n = std::to_string(sweep.size());
+    const auto p = std::to_string(sweep.parallel > 0 ? std::min<std::size_t>(sweep.parallel, sweep.size())
+                                                     : sweep.size());
+    for (auto [key, value] : {std::pair{"@N@", n}, std::pair{"@P@", p}}) {
+        for (auto at = text.find(key); at != std::string::npos; at = text.find(key)) {
+            text.replace(at, 3, value);
+        }
+    }
     return text;
 }
 
@@ -189,10 +247,18 @@ Result<std::string> LocalBackend::render(const TaskSpec& spec, const Placement& 
                                          std::int64_t job_id) {
     // job_id 0: a dry run, before the store has given the job its id.
     const std::string dir = job_id == 0 ? m_jobs_dir + "/<ID>" : job_dir(job_id);
+    if (spec.sweep) {
+        if (auto block = sweep_shell_block(*spec.sweep, "$TANDEM_SWEEP_INDEX"); !block) {
+            return fail(ErrorKind::invalid_spec, "local: sweep: " + block.error());
+        }
+    }
     std::string out = fmt::format("# {}/wrapper.sh (cwd: {})\n{}", dir,
                                   spec.git_workdir ? dir + "/workdir, a clone of " + spec.git_workdir->url
                                                    : spec.workdir.value_or("the current directory"),
-                                  wrapper_text(spec));
+                                  spec.sweep ? sweep_driver_text(*spec.sweep) : wrapper_text(spec));
+    if (spec.sweep) {
+        out += fmt::format("\n# {}/element.sh\n{}", dir, wrapper_text(spec, true));
+    }
     auto section = [&](const char* name, const std::string& text) {
         if (!text.empty()) {
             out += fmt::format("\n# {}\n{}{}", name, text, text.back() == '\n' ? "" : "\n");
@@ -227,8 +293,15 @@ Result<std::string> LocalBackend::submit(const TaskSpec& spec, const Placement& 
     }
     // Secrets go only into the process environment, never into these files.
     const auto rw = fs::perms::owner_read | fs::perms::owner_write;
-    const std::string wrapper = wrapper_text(spec);
+    if (spec.sweep) {
+        if (auto block = sweep_shell_block(*spec.sweep, "$TANDEM_SWEEP_INDEX"); !block) {
+            return fail(ErrorKind::invalid_spec, "local: sweep: " + block.error());
+        }
+    }
+    const std::string wrapper = spec.sweep ? sweep_driver_text(*spec.sweep) : wrapper_text(spec);
+    const std::string element = spec.sweep ? wrapper_text(spec, true) : std::string();
     for (auto [name, text] : {std::pair{"wrapper.sh", std::string_view(wrapper)},
+                              std::pair{"element.sh", std::string_view(element)},
                               std::pair{"setup.sh", std::string_view(spec.setup)},
                               std::pair{"run.sh", std::string_view(spec.run)}}) {
         if (text.empty()) {
@@ -270,7 +343,53 @@ std::optional<ProcessId> LocalBackend::process_of(const JobRecord& job) const {
     return id;
 }
 
+// A sweep's elements from its folder: element-I.exit (ended), element-I.log (started), neither (waiting
+// for a free slot). Once the driver is gone, an element that did not end was cancelled (the marker) or
+// killed with it.
+JobUpdate LocalBackend::observe_sweep(const JobRecord& job, const Sweep& sweep) const {
+    const fs::path dir = job_dir(job.id);
+    const bool cancelled = fs::exists(dir / "cancelled");
+    const bool finished = fs::exists(dir / "exit_code");
+    const auto pid = process_of(job);
+    const bool alive = !finished && pid && is_alive(*pid);
+    std::vector<ElementState> elements;
+    elements.reserve(sweep.size());
+    for (std::size_t i = 0; i < sweep.size(); ++i) {
+        if (auto text = read_file(dir / fmt::format("element-{}.exit", i))) {
+            const int code = std::atoi(text->c_str());
+            elements.push_back({code == 0 ? JobState::succeeded : JobState::failed, code});
+        } else if (fs::exists(dir / fmt::format("element-{}.cancelled", i))) {
+            elements.push_back({JobState::cancelled, std::nullopt});
+        } else if (alive && !cancelled) {
+            const bool started = fs::exists(dir / fmt::format("element-{}.log", i));
+            elements.push_back({started ? JobState::running : JobState::pending, std::nullopt});
+        } else {
+            elements.push_back({cancelled ? JobState::cancelled : JobState::failed, std::nullopt});
+        }
+    }
+    JobUpdate u = sweep_update(sweep, elements,
+                               sweep.parallel > 0
+                                   ? fmt::format("at most {} run at once (sweep_parallel)", sweep.parallel)
+                                   : std::string());
+    u.started_at = job.started_at.value_or(job.submitted_at);
+    if (cancelled && !alive) {
+        u.state = JobState::cancelled;
+        u.reason = std::string(k_user_cancel_reason) + "; " + u.reason;
+    } else if (alive && is_terminal(u.state)) {
+        u.state = JobState::running; // every element ended; the driver is writing the sweep's end
+        u.reason = "completing; " + u.reason;
+        u.exit_code.reset();
+    }
+    if (is_terminal(u.state)) {
+        u.ended_at = now_seconds();
+    }
+    return u;
+}
+
 JobUpdate LocalBackend::observe(const JobRecord& job) const {
+    if (auto sweep = sweep_of(job)) {
+        return observe_sweep(job, *sweep);
+    }
     JobUpdate u;
     const fs::path dir = job_dir(job.id);
     if (fs::exists(dir / "cancelled")) {
@@ -351,6 +470,7 @@ Status LocalBackend::publish(const JobRecord& job, const std::string& channel, c
 Capabilities LocalBackend::capabilities() {
     Capabilities c;
     c.group_addresses = this;
+    c.element_cancel = this;
     return c;
 }
 
@@ -367,13 +487,74 @@ Status LocalBackend::cancel(const JobRecord& job) {
         if (pid && group_alive(pid->pid)) {
             terminate_group(pid->pid, m_settings.cancel_grace);
         }
+    } else {
+        terminate_group(pid->pid, m_settings.cancel_grace);
+    }
+    if (auto sweep = sweep_of(job)) { // each element leads a process group of its own
+        for (std::size_t i = 0; i < sweep->size(); ++i) {
+            if (auto group = element_group(job, i); group && group_alive(*group)) {
+                terminate_group(*group, m_settings.cancel_grace);
+            }
+        }
+    }
+    return {};
+}
+
+std::optional<int> LocalBackend::element_group(const JobRecord& job, std::size_t element) const {
+    const auto text = read_file(fs::path(job_dir(job.id)) / fmt::format("element-{}.pid", element));
+    const int pgid = text ? std::atoi(text->c_str()) : 0;
+    return pgid > 1 ? std::optional<int>(pgid) : std::nullopt;
+}
+
+// The marker first: the driver starts no element that has one, and observe() reports it CANCELLED (its
+// processes die of our signal before writing an exit code).
+Status LocalBackend::cancel_element(const JobRecord& job, std::size_t element) {
+    const fs::path dir = job_dir(job.id);
+    if (fs::exists(dir / fmt::format("element-{}.exit", element))) {
         return {};
     }
-    terminate_group(pid->pid, m_settings.cancel_grace);
+    if (auto ok = write_file(dir / fmt::format("element-{}.cancelled", element), "",
+                             fs::perms::owner_read | fs::perms::owner_write);
+        !ok) {
+        return ok;
+    }
+    if (auto group = element_group(job, element); group && group_alive(*group)) {
+        terminate_group(*group, m_settings.cancel_grace);
+    }
     return {};
 }
 
 Status LocalBackend::logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) {
+    if (auto sweep = sweep_of(job)) { // element by element, each line labelled with its values
+        auto which = log_elements(job.id, *sweep, options.element);
+        if (!which) {
+            return tl::unexpected(which.error());
+        }
+        bool reader_gone = false;
+        for (const std::size_t i : *which) {
+            LinePrefix prefix(options.element ? std::string() : "[" + sweep_element_label(*sweep, i) + "] ");
+            const LogSink labelled = [&](std::string_view chunk) {
+                const auto out = prefix.feed(chunk);
+                reader_gone = reader_gone || (!out.empty() && !sink(out));
+                return !reader_gone;
+            };
+            const auto file = (fs::path(job_dir(job.id)) / fmt::format("element-{}.log", i)).string();
+            auto streamed = backends::stream_file(file, options, labelled, [&] {
+                const auto states = parse_element_states(observe(job).elements.value_or(std::string()));
+                return !states || i >= states->size() || is_terminal((*states)[i].state);
+            });
+            if (!streamed && streamed.error().kind != ErrorKind::not_found) {
+                return streamed; // an element not started yet has no output to show
+            }
+            if (const auto rest = prefix.finish(); !rest.empty() && !reader_gone) {
+                reader_gone = !sink(rest);
+            }
+            if (reader_gone) {
+                break;
+            }
+        }
+        return {};
+    }
     const std::string file = (fs::path(job_dir(job.id)) / "output.log").string();
     auto streamed =
         backends::stream_file(file, options, sink, [&] { return is_terminal(observe(job).state); });

@@ -9,6 +9,7 @@
 
 #include "backends/local/local_process.hpp"
 #include "core/backend.hpp"
+#include "core/sweep.hpp"
 
 namespace tandem::local {
 
@@ -17,7 +18,7 @@ struct LocalSettings {
     std::chrono::milliseconds cancel_grace{5000}; // TERM, then KILL after this
 };
 
-class LocalBackend final : public Backend, public GroupAddresses {
+class LocalBackend final : public Backend, public GroupAddresses, public ElementCancel {
 public:
     LocalBackend(std::string cluster, std::string state_dir, LocalSettings settings);
 
@@ -39,11 +40,15 @@ public:
     Status publish(const JobRecord& job, const std::string& channel, const std::string& book) override;
     // The book goes with the job: nothing to remove.
     Status unpublish(const JobRecord&, const std::string&) override { return {}; }
+    Status cancel_element(const JobRecord& job, std::size_t element) override;
 
 private:
     std::string job_dir(std::int64_t job_id) const;
     std::optional<ProcessId> process_of(const JobRecord& job) const;
     JobUpdate observe(const JobRecord& job) const;
+    JobUpdate observe_sweep(const JobRecord& job, const Sweep& sweep) const;
+    // The process group element `element` of a sweep runs in (its pid file); nullopt before it started.
+    std::optional<int> element_group(const JobRecord& job, std::size_t element) const;
     std::vector<std::string> environment(const TaskSpec& spec, const Placement& placement,
                                          std::int64_t job_id, bool with_secrets) const;
 

@@ -65,26 +65,7 @@ std::string array_range(const Sweep& sweep) {
 }
 
 std::optional<std::vector<std::size_t>> array_indexes(std::string_view text, std::size_t size) {
-    text = text.substr(0, text.find('%'));
-    std::vector<std::size_t> out;
-    while (!text.empty()) {
-        const auto comma = std::min(text.find(','), text.size());
-        const auto part = text.substr(0, comma);
-        text.remove_prefix(std::min(comma + 1, text.size()));
-        const auto dash = part.find('-');
-        const auto lo = index_of(part.substr(0, dash));
-        const auto hi = dash == std::string_view::npos ? lo : index_of(part.substr(dash + 1));
-        if (!lo || !hi || *lo > *hi || *hi >= size) {
-            return std::nullopt;
-        }
-        for (std::size_t i = *lo; i <= *hi; ++i) {
-            out.push_back(i);
-        }
-        if (out.size() > size) {
-            return std::nullopt; // overlapping ranges: more indexes than the sweep has
-        }
-    }
-    return out;
+    return index_list(text.substr(0, text.find('%')), size);
 }
 
 bool lists_every_element(const std::vector<SlurmJob>& lines, const Sweep& sweep) {
@@ -143,26 +124,17 @@ JobUpdate array_update(const Sweep& sweep, const std::vector<const SlurmJob*>& l
             elements[i] = before[i];
         }
     }
-    JobUpdate u;
-    const auto outcome = sweep_outcome(elements);
-    u.state = outcome.state;
-    u.exit_code = outcome.exit_code;
-    u.reason = outcome.reason;
-    if (!any && u.state == JobState::unknown) {
+    if (!any && sweep_outcome(elements).state == JobState::unknown) {
+        JobUpdate u;
+        u.state = JobState::unknown;
         u.reason = unseen_reason;
         return u; // nothing new: the store keeps what it had
     }
-    if (u.state == JobState::pending && !pending_reason.empty()) {
-        u.reason += fmt::format(" ({})", pending_reason);
-    }
-    if (const auto failed = failed_elements_text(sweep, elements); !failed.empty()) {
-        u.reason += "; failed: " + failed;
-    }
+    JobUpdate u = sweep_update(sweep, elements, pending_reason);
     u.started_at = started;
     if (is_terminal(u.state)) {
         u.ended_at = ended;
     }
-    u.elements = format_element_states(elements);
     return u;
 }
 

@@ -166,27 +166,12 @@ Result<std::string> exports(const TaskSpec& spec, const SubmitPlan& plan) {
 // A sweep: the element's values by its index in the array (values single-quoted, never on sbatch's
 // command line), and what every element sees of the sweep.
 Result<std::string> sweep_block(const Sweep& sweep) {
-    std::string out = fmt::format(
-        "# The sweep: {} elements, one per array task; this one's values by its index.\n", sweep.size());
-    if (!sweep.keys.empty()) {
-        out += "case \"${SLURM_ARRAY_TASK_ID:-0}\" in\n";
-        for (std::size_t i = 0; i < sweep.size(); ++i) {
-            out += fmt::format("{}) export", i);
-            for (std::size_t k = 0; k < sweep.keys.size(); ++k) {
-                const auto& value = sweep.elements[i][k];
-                if (!is_shell_name(sweep.keys[k]) || has_nul(value)) {
-                    return refuse(fmt::format("sweep: element {} cannot be written in a batch script", i));
-                }
-                out += fmt::format(" {}={}", sweep.keys[k], shell_quote(value));
-            }
-            out += " ;;\n";
-        }
-        out += "esac\n";
+    auto block = sweep_shell_block(sweep, "${SLURM_ARRAY_TASK_ID:-0}");
+    if (!block) {
+        return refuse("sweep: " + block.error());
     }
-    out += fmt::format("export TANDEM_SWEEP_INDEX=\"${{SLURM_ARRAY_TASK_ID:-0}}\" TANDEM_SWEEP_SIZE={0}\n"
-                       "export SKYPILOT_JOB_RANK=\"$TANDEM_SWEEP_INDEX\" SKYPILOT_NUM_JOBS={0}\n",
-                       sweep.size());
-    return out;
+    return fmt::format("# The sweep: {} elements, one per array task; this one's values by its index.\n{}",
+                       sweep.size(), *block);
 }
 
 // `name`=the text, verbatim. A quoted here-document keeps it readable in `tandem plan`; a text with a CR

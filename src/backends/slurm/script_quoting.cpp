@@ -7,21 +7,6 @@
 
 namespace tandem::slurm {
 
-std::string shell_quote(std::string_view value) {
-    std::string out = "'";
-    for (const char c : value) {
-        if (c == '\'') {
-            out += "'\\''";
-        } else if (c == '\r') {
-            out += "'$'\\r''";
-        } else {
-            out += c;
-        }
-    }
-    out += '\'';
-    return out;
-}
-
 std::optional<std::string> sbatch_value(std::string_view value) {
     if (value.find_first_of(std::string_view("\n\r\0", 3)) != std::string_view::npos) {
         return std::nullopt;
@@ -56,13 +41,6 @@ std::string heredoc_delimiter(std::string_view text, std::string_view base) {
         candidate = std::string(base) + "_" + std::to_string(n);
     }
     return candidate;
-}
-
-bool is_shell_name(std::string_view name) {
-    if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front()))) {
-        return false;
-    }
-    return std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
 }
 
 } // namespace tandem::slurm

@@ -9,11 +9,13 @@
 #include <string>
 #include <string_view>
 
+#include "core/shell_words.hpp"
+
 namespace tandem::slurm {
 
-// A bash word whose value is exactly `value`: single quotes, with ' written as '\'' and CR as '$'\r''.
-// `value` must not contain NUL (no bash string can).
-std::string shell_quote(std::string_view value);
+// shell_quote and is_shell_name (core/shell_words.hpp), by their names here.
+using tandem::is_shell_name;
+using tandem::shell_quote;
 
 // `value` as one #SBATCH option value: bare when it is made of characters sbatch passes through
 // untouched, else double-quoted with \ and " escaped. nullopt when no #SBATCH line can carry it: a line
@@ -23,8 +25,5 @@ std::optional<std::string> sbatch_value(std::string_view value);
 // A here-document delimiter that does not occur anywhere in `text` (so no line of it can end the
 // here-document): `base`, else `base_1`, `base_2`, ...
 std::string heredoc_delimiter(std::string_view text, std::string_view base);
-
-// bash's own rule for variable names: [A-Za-z_][A-Za-z0-9_]*.
-bool is_shell_name(std::string_view name);
 
 } // namespace tandem::slurm

@@ -3,6 +3,7 @@
 #include "backends/slurm/slurm_backend.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -19,6 +20,14 @@
 #include "core/line_prefix.hpp"
 
 namespace tandem::slurm {
+
+namespace {
+
+bool is_job_id(const std::string& id) {
+    return !id.empty() && std::all_of(id.begin(), id.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+} // namespace
 
 SlurmBackend::SlurmBackend(std::string cluster, SlurmSettings settings, const std::string& state_dir)
     : m_cluster(std::move(cluster)), m_settings(std::move(settings)),
@@ -198,8 +207,23 @@ Result<Discovered> SlurmBackend::discover(bool all_users) {
     return out;
 }
 
+Status SlurmBackend::cancel(const JobRecord& job) {
+    if (!is_job_id(job.remote_id)) {
+        return fail(ErrorKind::internal, fmt::format("job {} has no Slurm job id", job.id));
+    }
+    return cancel_slurm_job(job, job.remote_id);
+}
+
+Status SlurmBackend::cancel_element(const JobRecord& job, std::size_t element) {
+    if (!is_job_id(job.remote_id)) {
+        return fail(ErrorKind::internal, fmt::format("job {} has no Slurm job id", job.id));
+    }
+    return cancel_slurm_job(job, fmt::format("{}_{}", job.remote_id, element));
+}
+
 Capabilities SlurmBackend::capabilities() {
     Capabilities c;
+    c.element_cancel = this;
     c.exec = login_host() != nullptr ? this : nullptr;
     c.group_addresses = this;
     c.discovery = this;
@@ -208,21 +232,13 @@ Capabilities SlurmBackend::capabilities() {
 
 Status SlurmBackend::sweep_logs(const JobRecord& job, const Sweep& sweep, const LogOptions& options,
                                 const LogSink& sink, const OutputStream& stream) {
-    std::vector<std::size_t> which;
-    if (options.element) {
-        if (*options.element < 0 || static_cast<std::size_t>(*options.element) >= sweep.size()) {
-            return fail(ErrorKind::usage, fmt::format("job {} has elements 0-{}; there is no element {}",
-                                                      job.id, sweep.size() - 1, *options.element));
-        }
-        which.push_back(static_cast<std::size_t>(*options.element));
-    } else {
-        for (std::size_t i = 0; i < sweep.size(); ++i) {
-            which.push_back(i);
-        }
+    auto which = log_elements(job.id, sweep, options.element);
+    if (!which) {
+        return tl::unexpected(which.error());
     }
     const std::string pattern = output_path(job);
     bool reader_gone = false;
-    for (const std::size_t i : which) {
+    for (const std::size_t i : *which) {
         LinePrefix prefix(options.element ? std::string() : "[" + sweep_element_label(sweep, i) + "] ");
         const LogSink labelled = [&](std::string_view chunk) {
             const auto out = prefix.feed(chunk);

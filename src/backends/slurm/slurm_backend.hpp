@@ -23,7 +23,11 @@
 
 namespace tandem::slurm {
 
-class SlurmBackend : public Backend, public Exec, public GroupAddresses, public Discovery {
+class SlurmBackend : public Backend,
+                     public Exec,
+                     public GroupAddresses,
+                     public Discovery,
+                     public ElementCancel {
 public:
     const std::string& cluster() const final { return m_cluster; }
     BackendKind kind() const final { return BackendKind::slurm; }
@@ -34,6 +38,9 @@ public:
     Result<int> exec(const JobRecord& job, const ExecRequest& request, ExecIo& io) final;
     // Jobs whose comment carries an identity; a job is the caller's when Slurm says its user is.
     Result<Discovered> discover(bool all_users) final;
+    Status cancel(const JobRecord& job) final;
+    // scancel of the array's element: "<array id>_<K>".
+    Status cancel_element(const JobRecord& job, std::size_t element) final;
 
     // Where a job's output lands: the path kept at submit, else HOME/tandem-<token>-<id>.out.
     std::string output_path(const JobRecord& job) const;
@@ -53,6 +60,9 @@ protected:
     virtual Result<std::optional<std::string>> find_by_token(const std::string& token) = 0;
     // The login node exec runs srun from; nullptr when the cluster has none (slurmrestd without ssh:).
     virtual net::RemoteHost* login_host() = 0;
+    // Cancels Slurm job `slurm_id` ("123", or an array's element "123_4") of tandem job `job`; a job
+    // Slurm no longer knows is no error.
+    virtual Status cancel_slurm_job(const JobRecord& job, const std::string& slurm_id) = 0;
     // The submitting user's home on the cluster.
     virtual Result<std::string> home() = 0;
     // The user Slurm knows the caller as (rest.user; the ssh user), for the identity's u=.

@@ -416,12 +416,13 @@ Status SlurmRestBackend::unpublish(const JobRecord& job, const std::string& chan
     return m_files ? unpublish_book(*m_files, m_settings.home, channel, m_cluster) : Status{};
 }
 
-Status SlurmRestBackend::cancel(const JobRecord& job) {
+Status SlurmRestBackend::cancel_slurm_job(const JobRecord& job, const std::string& slurm_id) {
+    (void)job;
     auto choice = api();
     if (!choice) {
         return tl::unexpected(choice.error());
     }
-    auto answer = call("DELETE", path("slurm", "/job/" + job.remote_id), "", true);
+    auto answer = call("DELETE", path("slurm", "/job/" + slurm_id), "", true);
     if (!answer) {
         if (answer.error().kind != ErrorKind::not_found) {
             return tl::unexpected(answer.error());
@@ -431,7 +432,7 @@ Status SlurmRestBackend::cancel(const JobRecord& job) {
     // v0.0.42 answers HTTP 200 with errors[] empty and says per job, in status[], what the signal did.
     if (auto refused = api::cancel_refusal(*answer)) {
         return fail(ErrorKind::remote, fmt::format("cluster {}: slurmctld did not cancel Slurm job {}: {}",
-                                                   m_cluster, job.remote_id, *refused));
+                                                   m_cluster, slurm_id, *refused));
     }
     return {};
 }

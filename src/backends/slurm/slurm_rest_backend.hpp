@@ -28,7 +28,6 @@ public:
     Result<std::string> submit(const TaskSpec& spec, const Placement& placement, std::int64_t job_id,
                                const JobIdentity& identity) override;
     Result<std::vector<JobUpdate>> refresh(const std::vector<JobRecord>& jobs) override;
-    Status cancel(const JobRecord& job) override;
     Status logs(const JobRecord& job, const LogOptions& options, const LogSink& sink) override;
     Status publish(const JobRecord& job, const std::string& channel, const std::string& book) override;
     Status unpublish(const JobRecord& job, const std::string& channel) override;
@@ -41,6 +40,7 @@ private:
     std::string endpoint() const override { return m_settings.rest->url; }
     bool takes_sbatch_options() const override { return false; } // slurmrestd reads no #SBATCH line
     Result<std::pair<std::vector<SlurmPartition>, std::vector<SlurmNode>>> read_partitions() override;
+    Status cancel_slurm_job(const JobRecord& job, const std::string& slurm_id) override;
     Result<std::vector<SlurmJob>> listed_jobs(const std::string&) override { return list_jobs(); }
     Result<std::optional<std::string>> find_by_token(const std::string& token) override;
     std::string slurm_user() const override { return m_settings.rest->user; }

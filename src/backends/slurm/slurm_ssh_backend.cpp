@@ -464,17 +464,15 @@ Status SlurmSshBackend::unpublish(const JobRecord& job, const std::string& chann
     return unpublish_book(*m_host, *dir, channel, m_cluster);
 }
 
-Status SlurmSshBackend::cancel(const JobRecord& job) {
-    if (!is_job_id(job.remote_id)) {
-        return fail(ErrorKind::internal, fmt::format("job {} has no Slurm job id", job.id));
-    }
-    auto r = run(cli::scancel_command(job.remote_id));
+Status SlurmSshBackend::cancel_slurm_job(const JobRecord& job, const std::string& slurm_id) {
+    (void)job;
+    auto r = run(cli::scancel_command(slurm_id));
     if (!r) {
         return tl::unexpected(r.error());
     }
     if (r->exit_status != 0 && r->err.find("Invalid job id") == std::string::npos) {
         return fail(ErrorKind::remote, fmt::format("cluster {}: scancel {} exited {}: {}", m_cluster,
-                                                   job.remote_id, r->exit_status, first_line(r->err)));
+                                                   slurm_id, r->exit_status, first_line(r->err)));
     }
     return {};
 }

@@ -140,16 +140,16 @@ TEST_CASE("sweep spec: a task of a job group cannot be a sweep") {
                                "job group cannot be a sweep"));
 }
 
-TEST_CASE("sweep spec: Slurm runs a sweep as a job array; the others refuse it by name") {
-    auto spec = load_ok("run: x\nsweep: {k: [1, 2]}\nnum_nodes: 2\n");
+TEST_CASE("sweep spec: Slurm and Kubernetes run a sweep; multi-node elements only Slurm") {
+    auto spec = load_ok("run: x\nsweep: {k: [1, 2]}\n");
     CHECK(unsupported_fields(spec, spec.resources, BackendKind::slurm).empty());
-    for (auto kind : {BackendKind::local, BackendKind::kubernetes}) {
-        auto refused = unsupported_fields(spec, spec.resources, kind);
-        INFO(to_string(kind));
-        REQUIRE_FALSE(refused.empty());
-        CHECK(refused.back().field == "sweep");
-        CHECK_THAT(refused.back().reason, Catch::Contains("not built yet"));
-    }
+    CHECK(unsupported_fields(spec, spec.resources, BackendKind::kubernetes).empty());
+    auto multi = load_ok("run: x\nsweep: {k: [1, 2]}\nnum_nodes: 2\n");
+    CHECK(unsupported_fields(multi, multi.resources, BackendKind::slurm).empty());
+    auto refused = unsupported_fields(multi, multi.resources, BackendKind::kubernetes);
+    REQUIRE(refused.size() == 1);
+    CHECK(refused.front().field == "sweep");
+    CHECK_THAT(refused.front().reason, Catch::Contains("either a node rank or a sweep element"));
 }
 
 TEST_CASE("sweep elements: the compact form round-trips and the sweep's state follows its elements") {

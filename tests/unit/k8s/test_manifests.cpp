@@ -514,3 +514,72 @@ TEST_CASE("k8s manifests: job_recovery is the Job's backoffLimit and, from 1.26,
         CHECK(j["spec"]["backoffLimit"] == 1);
     }
 }
+
+TEST_CASE("k8s manifests: a sweep is one Indexed Job whose pods read their element's values by index") {
+    auto spec = spec_with("echo \"lr=$lr bs=$bs index=$TANDEM_SWEEP_INDEX of $SKYPILOT_NUM_JOBS\"");
+    auto grid = sweep_grid({{"lr", {"0.1", "it's $HOME"}}, {"bs", {"8", "16", "32"}}});
+    REQUIRE(grid);
+    grid->parallel = 2;
+    auto plan = plan_for(1, true);
+    plan.sweep = *grid;
+    auto m = render(spec, plan);
+    REQUIRE(m.jobs.size() == 1);
+    CHECK_FALSE(m.service);
+    const json& job = m.jobs[0];
+    CHECK(job["spec"]["completionMode"] == "Indexed");
+    CHECK(job["spec"]["completions"] == 6);
+    CHECK(job["spec"]["parallelism"] == 2);
+    CHECK(job["spec"]["backoffLimit"] == 0);
+    CHECK_FALSE(job["spec"].contains("backoffLimitPerIndex"));
+    CHECK(job["metadata"]["annotations"][std::string(k_sweep_annotation)] == "6");
+    auto index = env_entry(job, "TANDEM_SWEEP_INDEX");
+    REQUIRE(index);
+    CHECK((*index)["valueFrom"]["fieldRef"]["fieldPath"] ==
+          fmt::format("metadata.annotations['{}']", k_completion_index_annotation));
+    CHECK(env_entry(job, "TANDEM_NODE_RANK").value()["value"] == "0");
+
+    // The pod of index 4 (lr="it's $HOME", bs=16), its index given as the kubelet resolves the fieldRef.
+    json pod_job = job;
+    for (auto& e : pod_job["spec"]["template"]["spec"]["containers"][0]["env"]) {
+        if (e["name"] == "TANDEM_SWEEP_INDEX") {
+            e = json{{"name", "TANDEM_SWEEP_INDEX"}, {"value", "4"}};
+        }
+    }
+    int code = -1;
+    CHECK(run_container(pod_job, &code) == "lr=it's $HOME bs=16 index=4 of 6\n");
+    CHECK(code == 0);
+
+    // Without a limit every element runs at once; from 1.29 each element has its own backoff.
+    grid->parallel = 0;
+    plan.sweep = *grid;
+    plan.per_index_backoff = true;
+    const json job2 = render(spec, plan).jobs[0];
+    CHECK(job2["spec"]["parallelism"] == 6);
+    CHECK(job2["spec"]["backoffLimitPerIndex"] == 0);
+    CHECK_FALSE(job2["spec"].contains("backoffLimit"));
+}
+
+TEST_CASE("k8s manifests: a sweep of multi-node elements, or too large for one Job, is refused") {
+    auto spec = spec_with("true");
+    auto plan = plan_for(2, true);
+    plan.sweep = sweep_ranks(3).value();
+    auto refused = render_manifests(spec, plan, false);
+    REQUIRE_FALSE(refused);
+    CHECK_THAT(refused.error().message, Catch::Contains("either a node rank or a sweep element"));
+
+    std::vector<std::vector<std::pair<std::string, std::string>>> elements;
+    for (int i = 0; i < 100; ++i) {
+        elements.push_back({{"v", std::string(4000, 'a')}});
+    }
+    plan = plan_for(1, true);
+    plan.sweep = sweep_elements(elements).value();
+    refused = render_manifests(spec, plan, false);
+    REQUIRE_FALSE(refused);
+    CHECK_THAT(refused.error().message, Catch::Contains("more than one Kubernetes Job carries"));
+}
+
+TEST_CASE("k8s manifests: server versions decide per-index backoff for sweeps") {
+    CHECK_FALSE((ServerFeatures{1, 28}).backoff_limit_per_index());
+    CHECK((ServerFeatures{1, 29}).backoff_limit_per_index());
+    CHECK_FALSE((ServerFeatures{1, 21}).indexed_jobs());
+}
