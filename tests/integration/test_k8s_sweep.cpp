@@ -46,7 +46,7 @@ TEST_CASE("sweep: a 3x2 grid is one Indexed Job with parallelism 2, every elemen
     auto plan = lab.tandem({"plan", file});
     INFO(plan);
     CHECK(contains(plan.out, "Sweep: 6 elements (values of lr, bs), at most 2 at once"));
-    CHECK(contains(plan.out, "completionMode: Indexed"));
+    CHECK(contains(plan.out, "completionMode: \"Indexed\""));
     auto r = lab.tandem({"launch", "--wait", file}, 180s);
     INFO(r);
     REQUIRE(r.exit_code == 0);

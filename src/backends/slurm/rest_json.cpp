@@ -163,7 +163,9 @@ std::optional<Error> response_error(const nlohmann::json& body) {
         }
         if (code) {
             one += fmt::format(" (error {})", *code);
-            if (*code == 2017) { // ESLURM_INVALID_JOB_ID
+            // ESLURM_INVALID_JOB_ID; ESLURM_REST_EMPTY_RESULT, slurmdbd's "Nothing found" for a job it has
+            // no row of yet (an array element cancelled while pending, before accounting has it).
+            if (*code == 2017 || *code == 9003) {
                 kind = ErrorKind::not_found;
             }
         }

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "backends/slurm/rest_api.hpp"
+#include "backends/slurm/rest_json.hpp"
 #include "slurm_fixtures.hpp"
 #include "slurm_plans.hpp"
 
@@ -153,6 +154,15 @@ TEST_CASE("v0.0.38 error bodies: unknown job is not_found, a bad token is remote
     REQUIRE_FALSE(token);
     CHECK(token.error().kind == ErrorKind::remote);
     CHECK(token.error().message == "slurm: Unspecified error: Failed while looking for jobs (error -1)");
+
+    // slurmdbd's answer for a job it has no row of (GET /slurmdb/v0.0.38/job/<array>, HTTP 500).
+    const json nothing = {{"errors", json::array({{{"error_number", 9003},
+                                                   {"error", "Nothing found with query"},
+                                                   {"description", "Nothing found"}}})}};
+    auto none = rest::response_error(nothing);
+    REQUIRE(none);
+    CHECK(none->kind == ErrorKind::not_found);
+    CHECK(none->message == "slurm: Nothing found with query: Nothing found (error 9003)");
 
     CHECK_FALSE(api::parse_jobs(json::object(), ApiVersion::v0_0_38));
     // Odd shapes read as "absent", never as an exception.
