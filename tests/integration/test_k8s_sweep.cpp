@@ -15,11 +15,14 @@ using namespace tandem_test;
 namespace {
 
 // On a server without Indexed Jobs: launching `file` is refused before anything is made.
-bool refused_without_indexed_jobs(const K8sHome& lab, const std::string& file) {
+bool refused_without_indexed_jobs(const K8sHome& lab, const std::string& file,
+                                  const std::vector<std::string>& extra = {}) {
     if (k8s_minor() >= 22) {
         return false;
     }
-    auto r = lab.tandem({"launch", "-d", file});
+    std::vector<std::string> args{"launch", "-d", file};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = lab.tandem(args);
     INFO(r);
     CHECK(r.exit_code != 0);
     CHECK(contains(
@@ -138,7 +141,7 @@ TEST_CASE("sweep: cancel of a running sweep cancels every element and leaves not
     K8sHome lab;
     auto file = lab.task("long", "name: " + unique_name("k8s-sweep-cancel") +
                                      "\nresources:\n  infra: k8s\nsweep_parallel: 2\nrun: sleep 300\n");
-    if (refused_without_indexed_jobs(lab, file)) {
+    if (refused_without_indexed_jobs(lab, file, {"--num-jobs", "4"})) {
         return;
     }
     const int id = lab.launch_detached(file, {"--num-jobs", "4"});
