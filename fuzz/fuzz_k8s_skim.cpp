@@ -31,8 +31,12 @@ struct Shape {
         return nullptr;
     }
 };
-const Shape k_labels{{{"tandem.dev/job", nullptr}, {"tandem.dev/rank", nullptr}}};
-const Shape k_annotations{{{"batch.kubernetes.io/job-completion-index", nullptr}}};
+const Shape k_labels{
+    {{"tandem.dev/job", nullptr}, {"tandem.dev/rank", nullptr}, {"tandem.dev/user", nullptr}}};
+const Shape k_annotations{{{"batch.kubernetes.io/job-completion-index", nullptr},
+                           {"tandem.dev/identity", nullptr},
+                           {"tandem.dev/recover-on-exit-codes", nullptr},
+                           {"tandem.dev/sweep-size", nullptr}}};
 const Shape k_metadata{{{"name", nullptr},
                         {"namespace", nullptr},
                         {"uid", nullptr},
@@ -57,6 +61,7 @@ const Shape k_status{{{"phase", nullptr},
                       {"active", nullptr},
                       {"succeeded", nullptr},
                       {"failed", nullptr},
+                      {"failedIndexes", nullptr},
                       {"containerStatuses", &k_container_status},
                       {"initContainerStatuses", &k_container_status}}};
 const Shape k_item{{{"apiVersion", nullptr},

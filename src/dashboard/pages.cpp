@@ -9,6 +9,7 @@
 
 #include "core/job_recovery.hpp"
 #include "core/quantity.hpp"
+#include "core/sweep.hpp"
 
 namespace tandem::dashboard {
 
@@ -351,6 +352,26 @@ std::string render_job(const JobPage& job, const PageContext& ctx) {
             body += fmt::format("<tr><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>\n", i + 1,
                                 escape(describe(events[i])),
                                 events[i].kind == RecoveryEvent::Kind::exit_code ? "yes" : "no");
+        }
+        body += "</tbody></table>\n";
+    }
+    if (const auto sweep = sweep_of(r)) {
+        // A sweep (issue 33): each element with its values, state and exit code, as status ID lists them.
+        constexpr std::size_t k_shown = 1000;
+        const auto states = parse_element_states(r.elements).value_or(std::vector<ElementState>{});
+        body += "<h2>Elements</h2><table><thead><tr><th>#</th><th>VALUES</th><th>STATE</th><th>EXIT CODE</th>"
+                "</tr></thead><tbody>\n";
+        for (std::size_t i = 0; i < sweep->size() && i < k_shown; ++i) {
+            const ElementState e = i < states.size() ? states[i] : ElementState{};
+            body += fmt::format(
+                "<tr><td class=\"num\">{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td></tr>\n", i,
+                escape(sweep->keys.empty() ? "-" : sweep_element_label(*sweep, i)), to_string(e.state),
+                e.exit_code ? std::to_string(*e.exit_code) : "-");
+        }
+        if (sweep->size() > k_shown) {
+            body +=
+                fmt::format("<tr><td colspan=\"4\">and {} more (tandem status {} lists them all)</td></tr>\n",
+                            sweep->size() - k_shown, r.id);
         }
         body += "</tbody></table>\n";
     }

@@ -125,6 +125,13 @@ bool contains(const std::string& haystack, const std::string& needle);
 // missing or out of order, for the test's message.
 std::string out_of_order(const std::string& haystack, const std::vector<std::string>& needles);
 std::vector<std::string> split_lines(const std::string& text);
+// A sweep's `logs` whose elements print "start <ns>" and "end <ns>" (date +%s%N), each line after a
+// "[label] " prefix: the most elements that ran at once, and how many start and end lines were read.
+struct Concurrency {
+    int most = 0;
+    std::size_t edges = 0;
+};
+Concurrency most_at_once(const std::string& logs);
 
 // Whether process `pid` is gone or a zombie.
 bool process_gone(pid_t pid);

@@ -1,5 +1,6 @@
 // The throwaway HOME/TANDEM_HOME of one scenario, running tandem inside it, and small file helpers.
 
+#include <algorithm>
 #include <climits>
 #include <csignal>
 #include <cstdlib>
@@ -164,6 +165,28 @@ std::vector<std::string> list_files(const std::string& dir) {
         }
     }
     std::sort(out.begin(), out.end());
+    return out;
+}
+
+Concurrency most_at_once(const std::string& logs) {
+    std::vector<std::pair<long long, int>> edges; // (time, +1 start / -1 end)
+    for (const auto& line : split_lines(logs)) {
+        const auto at = line.find("] ");
+        std::istringstream words(at == std::string::npos ? "" : line.substr(at + 2));
+        std::string word;
+        long long ns = 0;
+        if (words >> word >> ns && (word == "start" || word == "end")) {
+            edges.emplace_back(ns, word == "start" ? 1 : -1);
+        }
+    }
+    std::sort(edges.begin(), edges.end());
+    Concurrency out;
+    out.edges = edges.size();
+    int running = 0;
+    for (const auto& [t, d] : edges) {
+        running += d;
+        out.most = std::max(out.most, running);
+    }
     return out;
 }
 

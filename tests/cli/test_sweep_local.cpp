@@ -3,7 +3,6 @@
 // every element and leaves no process behind.
 
 #include <algorithm>
-#include <sstream>
 #include <thread>
 #include <unistd.h>
 
@@ -16,27 +15,6 @@ using namespace tandem_test;
 namespace {
 
 const char* k_fast_grace = "clusters: [{name: local, type: local, cancel_grace_seconds: \"1\"}]\n";
-
-// The most elements running at once, from their "start NS" and "end NS" lines in `logs`.
-int most_at_once(const std::string& logs) {
-    std::vector<std::pair<long long, int>> edges;
-    for (const auto& line : split_lines(logs)) {
-        const auto at = line.find("] ");
-        std::istringstream words(at == std::string::npos ? "" : line.substr(at + 2));
-        std::string word;
-        long long ns = 0;
-        if (words >> word >> ns && (word == "start" || word == "end")) {
-            edges.emplace_back(ns, word == "start" ? 1 : -1);
-        }
-    }
-    std::sort(edges.begin(), edges.end());
-    int running = 0, most = 0;
-    for (const auto& [t, d] : edges) {
-        running += d;
-        most = std::max(most, running);
-    }
-    return edges.size() == 8 ? most : -1;
-}
 
 } // namespace
 
@@ -62,7 +40,9 @@ TEST_CASE("local sweep: a 2x2 grid runs two at a time, each element with its val
     INFO(logs);
     CHECK(contains(logs.out, "[lr=0.1 bs=8] lr=0.1 bs=8 index=0 of 4\n"));
     CHECK(contains(logs.out, "[lr=it's 2 bs=16] lr=it's 2 bs=16 index=3 of 4\n"));
-    CHECK(most_at_once(logs.out) == 2);
+    const auto at_once = most_at_once(logs.out);
+    CHECK(at_once.edges == 8);
+    CHECK(at_once.most == 2);
     auto one = t.tandem({"logs", "1", "--element", "2"});
     CHECK(contains(one.out, "lr=it's 2 bs=8 index=2 of 4\n"));
     CHECK_FALSE(contains(one.out, "[lr="));

@@ -3,7 +3,6 @@
 // sweep and is named, cancel leaves nothing. On 1.20 (no Indexed Jobs) a sweep is refused with the reason.
 
 #include <algorithm>
-#include <sstream>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -82,24 +81,9 @@ TEST_CASE("sweep: a 3x2 grid is one Indexed Job with parallelism 2, every elemen
     REQUIRE(logs.exit_code == 0);
     CHECK(contains(logs.out, "[lr=0.1 bs=16] lr=0.1 bs=16 index=0 of 6 rank=0/6\n"));
     CHECK(contains(logs.out, "[lr=it's 3 bs=32] lr=it's 3 bs=32 index=5 of 6 rank=5/6\n"));
-    std::vector<std::pair<long long, int>> edges; // (time, +1 start / -1 end)
-    for (const auto& line : split_lines(logs.out)) {
-        const auto at = line.find("] ");
-        std::istringstream words(at == std::string::npos ? "" : line.substr(at + 2));
-        std::string word;
-        long long ns = 0;
-        if (words >> word >> ns && (word == "start" || word == "end")) {
-            edges.emplace_back(ns, word == "start" ? 1 : -1);
-        }
-    }
-    REQUIRE(edges.size() == 12);
-    std::sort(edges.begin(), edges.end());
-    int running = 0, most = 0;
-    for (const auto& [t, d] : edges) {
-        running += d;
-        most = std::max(most, running);
-    }
-    CHECK(most == 2);
+    const auto at_once = most_at_once(logs.out);
+    CHECK(at_once.edges == 12);
+    CHECK(at_once.most == 2);
     auto one = lab.tandem({"logs", "1", "--element", "3"});
     INFO(one);
     CHECK(contains(one.out, "lr=0.01 bs=32 index=3 of 6 rank=3/6\n"));
@@ -170,4 +154,17 @@ TEST_CASE("sweep: cancel of a running sweep cancels every element and leaves not
         CHECK(e["state"] == "CANCELLED");
     }
     CHECK(wait_all_gone(base).empty());
+}
+
+TEST_CASE("sweep: a local workdir is refused with the reason") {
+    K8sHome lab;
+    lab.home.write("project/train.py", "print('hi')\n");
+    auto file = lab.task("wd", "name: " + unique_name("k8s-sweep-wd") +
+                                   "\nresources:\n  infra: k8s\nworkdir: " + lab.home.path("project") +
+                                   "\nsweep:\n  k: [a, b]\nrun: cat train.py\n");
+    auto r = lab.tandem({"launch", "-d", file});
+    INFO(r);
+    CHECK(r.exit_code != 0);
+    CHECK(contains(r.err, k8s_minor() >= 22 ? "would wait for a workdir and file_mounts no one sends"
+                                            : "a sweep is one Indexed Job, which Kubernetes has from 1.22"));
 }

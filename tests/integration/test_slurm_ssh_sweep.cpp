@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <sstream>
 #include <thread>
 #include <unistd.h>
 
@@ -81,24 +80,9 @@ TEST_CASE("ssh: sweep: a 3x2 grid is one job array of 6 tasks, at most 2 at once
     REQUIRE(logs.exit_code == 0);
     CHECK(contains(logs.out, "[lr=0.1 bs=16] lr=0.1 bs=16 index=0 of 6 rank=0/6\n"));
     CHECK(contains(logs.out, "[lr=it's 3 bs=32] lr=it's 3 bs=32 index=5 of 6 rank=5/6\n"));
-    std::vector<std::pair<long long, int>> edges; // (time, +1 start / -1 end)
-    for (const auto& line : split_lines(logs.out)) {
-        const auto at = line.find("] ");
-        std::istringstream words(at == std::string::npos ? "" : line.substr(at + 2));
-        std::string word;
-        long long ns = 0;
-        if (words >> word >> ns && (word == "start" || word == "end")) {
-            edges.emplace_back(ns, word == "start" ? 1 : -1);
-        }
-    }
-    REQUIRE(edges.size() == 12);
-    std::sort(edges.begin(), edges.end());
-    int running = 0, most = 0;
-    for (const auto& [t, d] : edges) {
-        running += d;
-        most = std::max(most, running);
-    }
-    CHECK(most == 2);
+    const auto at_once = most_at_once(logs.out);
+    CHECK(at_once.edges == 12);
+    CHECK(at_once.most == 2);
     auto one = lab.tandem({"logs", "1", "--element", "3"});
     INFO(one);
     CHECK(contains(one.out, "lr=0.01 bs=32 index=3 of 6 rank=3/6\n"));

@@ -237,6 +237,15 @@ Result<JobPlan> K8sBackend::job_plan(const TaskSpec& spec, const Placement& plac
         return tl::unexpected(upload.error());
     }
     plan.upload = std::move(*upload);
+    if (plan.sweep && plan.upload) {
+        return fail(
+            ErrorKind::invalid_spec,
+            fmt::format("{}: sweep: the elements' pods start as the Job's parallelism lets them, after "
+                        "launch has ended, and would wait for a workdir and file_mounts no one sends",
+                        m_cluster),
+            "use a git workdir (workdir: {url: ...}) or an image that holds the code, or run the sweep "
+            "on Slurm, where the workdir is on a shared filesystem");
+    }
     if (resources.job_recovery && !resources.job_recovery->disabled) {
         const auto& recovery = *resources.job_recovery;
         if (plan.upload) {

@@ -2,7 +2,9 @@
 // from a board (the server and the browser are tests/integration/test_dashboard.cpp's).
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
+#include "core/sweep.hpp"
 #include "dashboard/auth.hpp"
 #include "dashboard/pages.hpp"
 
@@ -151,6 +153,14 @@ TEST_CASE("a job page shows its facts, its history and its log as text; cancel o
     CHECK(html.find("<h2>Recoveries</h2>") != std::string::npos);
     CHECK(html.find("<td>exit code 3</td><td>yes</td>") != std::string::npos);
     CHECK(html.find("<td>node failure, requeued</td><td>no</td>") != std::string::npos);
+    CHECK(html.find("<h2>Elements</h2>") == std::string::npos);
+    page.view.record.spec_json =
+        nlohmann::json{{"sweep", sweep_to_json(sweep_grid({{"lr", {"0.1", "<b>"}}}).value())}}.dump();
+    page.view.record.elements = "S0,F3";
+    html = render_job(page, ctx);
+    CHECK(html.find("<h2>Elements</h2>") != std::string::npos);
+    CHECK(html.find("<td>lr=0.1</td><td>SUCCEEDED</td><td class=\"num\">0</td>") != std::string::npos);
+    CHECK(html.find("<td>lr=&lt;b&gt;</td><td>FAILED</td><td class=\"num\">3</td>") != std::string::npos);
     page.view.record.state = JobState::succeeded;
     html = render_job(page, ctx);
     CHECK(html.find("/cancel") == std::string::npos);
