@@ -33,7 +33,14 @@ TEST_CASE("a CPU job runs on the cpu partition and its output is readable", "[ap
     REQUIRE(r.exit_code == 0);
     CHECK(contains(r.out, "rank=0 nodes=1"));
     CHECK(contains(r.out, "quoted=it's $HOME \"x\""));
-    CHECK(contains(r.out, "partition=cpu"));
+    // The cpu partition when its nodes are free; tests beside this one may hold them, and then the
+    // planner starts the job at once on a gpu node instead (the planner's own tests pin the preference).
+    // Either way the job ran in the partition tandem chose and said.
+    const auto at = r.err.find("submitted to lab/");
+    REQUIRE(at != std::string::npos);
+    const auto pool = r.err.substr(at + 17, r.err.find(' ', at + 17) - at - 17);
+    CHECK((pool == "cpu" || pool == "gpu"));
+    CHECK(contains(r.out, "partition=" + pool + "\n"));
     auto j = lab.job(1);
     CHECK(j["state"] == "SUCCEEDED");
     CHECK(j["cluster"] == "lab");

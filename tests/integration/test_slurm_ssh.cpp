@@ -69,7 +69,8 @@ TEST_CASE("ssh: a job exiting 3 ends FAILED with exit code 3") {
 TEST_CASE("ssh: a 2-node job shows both ranks, prefixed, and --node 1 shows one") {
     SshLab lab;
     auto file = lab.task("two", "name: ssh-two\nnum_nodes: 2\nconfig:\n  slurm:\n    partition: cpu\n"
-                                "run: echo \"hello from $SLURMD_NODENAME rank=$TANDEM_NODE_RANK\"\n");
+                                "run: echo \"hello from $SLURMD_NODENAME rank=$TANDEM_NODE_RANK "
+                                "ips=[$(echo $SKYPILOT_NODE_IPS)]\"\n");
     auto r = lab.tandem({"launch", "--wait", file});
     INFO(r);
     REQUIRE(r.exit_code == 0);
@@ -77,9 +78,20 @@ TEST_CASE("ssh: a 2-node job shows both ranks, prefixed, and --node 1 shows one"
     INFO(all);
     CHECK(contains(all.out, "[rank 0] hello from cpu1 rank=0"));
     CHECK(contains(all.out, "[rank 1] hello from cpu2 rank=1"));
+    // The nodes' addresses as slurmctld has them (NodeAddr), not their names (issue 34).
+    std::string addrs;
+    for (const char* node : {"cpu1", "cpu2"}) {
+        const auto shown = slurm_command({"scontrol", "-o", "show", "node", node}).out;
+        const auto at = shown.find("NodeAddr=");
+        REQUIRE(at != std::string::npos);
+        addrs += (addrs.empty() ? "" : " ") + shown.substr(at + 9, shown.find(' ', at) - at - 9);
+    }
+    CHECK(addrs.find("cpu") == std::string::npos);
+    CHECK(contains(all.out, "rank=0 ips=[" + addrs + "]"));
+    CHECK(contains(all.out, "rank=1 ips=[" + addrs + "]"));
     auto one = lab.tandem({"logs", "1", "--node", "1"});
     INFO(one);
-    CHECK(split_lines(one.out) == std::vector<std::string>{"hello from cpu2 rank=1"});
+    CHECK(split_lines(one.out) == std::vector<std::string>{"hello from cpu2 rank=1 ips=[" + addrs + "]"});
 }
 
 TEST_CASE("ssh: cancel of a running and of a pending job, both end CANCELLED") {

@@ -37,12 +37,28 @@ if [ -n "$1" ]; then /bin/bash -c "$1" tandem-setup; rc=$?; fi
 if [ "$rc" -eq 0 ] && [ -n "$2" ]; then /bin/bash -c "$2" tandem-run; rc=$?; fi
 exit "$rc")";
 
+// TANDEM_NODE_IPS / SKYPILOT_NODE_IPS: one address per node in rank order (SLURM_NODEID follows
+// `scontrol show hostnames`), each the node's NodeAddr (where slurmctld itself reaches it), resolved to an
+// IPv4 address where it is a name, as SkyPilot documents the variable: a node *name* often resolves
+// nowhere but in slurm.conf, and a framework given it (torchrun's --master_addr) retries forever. A node
+// slurmctld says nothing of keeps its name.
 constexpr std::string_view k_shared_variables =
     R"(export TANDEM_NUM_NODES="$SLURM_JOB_NUM_NODES" SKYPILOT_NUM_NODES="$SLURM_JOB_NUM_NODES"
-if ! TANDEM_NODE_IPS=$(scontrol show hostnames "$SLURM_JOB_NODELIST"); then
+if ! tandem_hosts=$(scontrol show hostnames "$SLURM_JOB_NODELIST"); then
     echo "tandem: 'scontrol show hostnames' failed; TANDEM_NODE_IPS is the raw node list" >&2
-    TANDEM_NODE_IPS=$SLURM_JOB_NODELIST
+    tandem_hosts=$SLURM_JOB_NODELIST
 fi
+tandem_nodes=$(scontrol -o show node "$SLURM_JOB_NODELIST" 2>/dev/null)
+TANDEM_NODE_IPS=
+for tandem_h in $tandem_hosts; do
+    tandem_a=$(printf '%s\n' "$tandem_nodes" | awk -v n="NodeName=$tandem_h" \
+        '$1 == n { for (i = 2; i <= NF; i++) if ($i ~ /^NodeAddr=./) { print substr($i, 10); exit } }')
+    case ${tandem_a:=$tandem_h} in
+    *[!0-9.]*) tandem_r=$(getent ahostsv4 "$tandem_a" 2>/dev/null | awk 'NR == 1 { print $1 }')
+        tandem_a=${tandem_r:-$tandem_a} ;;
+    esac
+    TANDEM_NODE_IPS=${TANDEM_NODE_IPS:+$TANDEM_NODE_IPS$'\n'}$tandem_a
+done
 export TANDEM_NODE_IPS SKYPILOT_NODE_IPS="$TANDEM_NODE_IPS"
 )";
 

@@ -38,9 +38,15 @@ for p in "${pids[@]}"; do wait "$p"; r=$?; [ "$r" -gt "$rc" ] && rc=$r; done
 exit "$rc"
 )";
 
+// node1's NodeAddr is an address, node2's a name this machine resolves (localhost).
 constexpr const char* k_fake_scontrol = R"(#!/bin/bash
-[ "$1 $2 $3" = "show hostnames node[1-2]" ] || { echo "fake scontrol: unexpected $*" >&2; exit 1; }
-printf 'node1\nnode2\n'
+case "$*" in
+"show hostnames node[1-2]") printf 'node1\nnode2\n' ;;
+"-o show node node[1-2]")
+    printf 'NodeName=node2 Arch=x86_64 CoresPerSocket=1 NodeAddr=localhost NodeHostName=node2\n'
+    printf 'NodeName=node1 Arch=x86_64 CoresPerSocket=1 NodeAddr=10.0.0.7 NodeHostName=node1\n' ;;
+*) echo "fake scontrol: unexpected $*" >&2; exit 1 ;;
+esac
 )";
 
 std::string read(const fs::path& p) {
@@ -245,8 +251,8 @@ TEST_CASE("rendered script, run under fake srun on 2 nodes: env, texts and ranks
                 CHECK(box.node_file("var_SKYPILOT_NODE_RANK", rank) == std::to_string(rank));
                 CHECK(box.node_file("var_TANDEM_NUM_NODES", rank) == "2");
                 CHECK(box.node_file("var_SKYPILOT_NUM_NODES", rank) == "2");
-                CHECK(box.node_file("var_TANDEM_NODE_IPS", rank) == "node1\nnode2");
-                CHECK(box.node_file("var_SKYPILOT_NODE_IPS", rank) == "node1\nnode2");
+                CHECK(box.node_file("var_TANDEM_NODE_IPS", rank) == "10.0.0.7\n127.0.0.1");
+                CHECK(box.node_file("var_SKYPILOT_NODE_IPS", rank) == "10.0.0.7\n127.0.0.1");
                 CHECK(box.node_file("var_TANDEM_NUM_GPUS_PER_NODE", rank) == "8");
                 CHECK(box.node_file("var_SKYPILOT_NUM_GPUS_PER_NODE", rank) == "8");
                 CHECK(box.node_file("var_TANDEM_JOB_ID", rank) == "42");
