@@ -103,6 +103,9 @@ Result<std::vector<SlurmJob>> SlurmRestBackend::accounting_rows(const std::strin
     }
     auto jobs = api::parse_db_jobs(*body, m_api->version);
     if (!jobs) {
+        if (jobs.error().kind == ErrorKind::not_found) { // "Nothing found" (9003) in an HTTP 200 answer
+            return std::vector<SlurmJob>{};
+        }
         return tl::unexpected(jobs.error());
     }
     std::vector<SlurmJob> out;

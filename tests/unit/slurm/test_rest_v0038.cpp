@@ -163,6 +163,12 @@ TEST_CASE("v0.0.38 error bodies: unknown job is not_found, a bad token is remote
     REQUIRE(none);
     CHECK(none->kind == ErrorKind::not_found);
     CHECK(none->message == "slurm: Nothing found with query: Nothing found (error 9003)");
+    // ... also when it comes with HTTP 200 and an empty list: still nothing found, not a failure.
+    auto db = nothing;
+    db["jobs"] = json::array();
+    auto rows = api::parse_db_jobs(db, ApiVersion::v0_0_38);
+    REQUIRE_FALSE(rows);
+    CHECK(rows.error().kind == ErrorKind::not_found);
 
     CHECK_FALSE(api::parse_jobs(json::object(), ApiVersion::v0_0_38));
     // Odd shapes read as "absent", never as an exception.
