@@ -600,13 +600,4 @@ Result<json> secret_manifest(const TaskSpec& spec, const JobPlan& plan, bool mas
                 {"stringData", data}};
 }
 
-json group_book_configmap(const std::string& base_name, const std::string& channel, const std::string& book) {
-    json labels = {{std::string(k_managed_by_key), std::string(k_managed_by_value)},
-                   {std::string(k_job_label), base_name}};
-    return {{"apiVersion", "v1"},
-            {"kind", "ConfigMap"},
-            {"metadata", {{"name", channel}, {"labels", labels}}},
-            {"data", {{std::string(k_group_book_key), book}}}};
-}
-
 } // namespace tandem::k8s

@@ -116,4 +116,14 @@ std::string label_value(std::string_view text) {
     return out.empty() ? std::string("unknown") : out;
 }
 
+nlohmann::json group_book_configmap(const std::string& base_name, const std::string& channel,
+                                    const std::string& book) {
+    nlohmann::json labels = {{std::string(k_managed_by_key), std::string(k_managed_by_value)},
+                             {std::string(k_job_label), base_name}};
+    return {{"apiVersion", "v1"},
+            {"kind", "ConfigMap"},
+            {"metadata", {{"name", channel}, {"labels", labels}}},
+            {"data", {{std::string(k_group_book_key), book}}}};
+}
+
 } // namespace tandem::k8s
